@@ -1,0 +1,54 @@
+"""Models whose layers TopoLip probes: small ViT and ResNet (torchvision classes) and plain stacks.
+
+:func:`build_model` is the one entry point used by the notebooks and the pipeline; each builder
+records ``model.probe_points`` (ordered ``{label: submodule path}``) and ``model.arch``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+from torch import nn
+
+from .probes import collect_activations, probe_labels
+from .resnet import resnet
+from .vit import vit
+
+__all__ = ["ARCHITECTURES", "build_model", "collect_activations", "probe_labels", "resnet", "vit"]
+
+ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {"vit": vit, "resnet": resnet}
+
+
+def build_model(arch: str, **params) -> nn.Module:
+    """Build the architecture ``arch`` with keyword ``params``.
+
+    Parameters
+    ----------
+    arch : str
+        A key of :data:`ARCHITECTURES` (``"vit"``, ``"resnet"``, ...).
+    **params
+        Keyword parameters of that architecture's builder (see its docstring).
+
+    Raises
+    ------
+    ValueError
+        If ``arch`` is unknown or a parameter is not one the builder takes (both listed).
+
+    Examples
+    --------
+    >>> build_model("resnet", width=4).arch
+    'resnet'
+    >>> build_model("vit", depth=3)
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown parameter(s) ['depth'] for arch 'vit'; known: ['dropout', 'hidden_dim', 'image_size', 'in_channels', 'mlp_dim', 'num_classes', 'num_heads', 'num_layers', 'patch_size']
+    """
+    if arch not in ARCHITECTURES:
+        raise ValueError(f"unknown arch {arch!r}; known: {sorted(ARCHITECTURES)}")
+    builder = ARCHITECTURES[arch]
+    known = set(inspect.signature(builder).parameters)
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {unknown} for arch {arch!r}; known: {sorted(known)}")
+    return builder(**params)
