@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import torch
+import torch  # noqa: F401  (the doctests use it)
 from torch import nn
 from torchvision.models.resnet import BasicBlock, ResNet
 

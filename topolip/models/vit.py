@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-import torch
+import torch  # noqa: F401  (the doctests use it)
 from torch import nn
 from torchvision.models import VisionTransformer
 
