@@ -3,7 +3,34 @@ out-of-distribution sets that need no network."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .mnist import load_mnist
 from .split import ImageSplit, stratified_split
 
-__all__ = ["ImageSplit", "load_mnist", "stratified_split"]
+__all__ = ["DATASETS", "ImageSplit", "load_dataset", "load_mnist", "stratified_split"]
+
+DATASETS = ("mnist", "cifar10")
+
+
+def load_dataset(name: str, *, n_train: int, n_test: int, seed: int = 0,
+                 root: str | Path | None = None) -> ImageSplit:
+    """Load data set ``name`` (``"mnist"``: the embedded digits; ``"cifar10"``: from ``root``).
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is unknown (the known names are listed).
+
+    Examples
+    --------
+    >>> load_dataset("mnist", n_train=20, n_test=10).image_shape
+    (1, 28, 28)
+    """
+    if name == "mnist":
+        return load_mnist(n_train=n_train, n_test=n_test, seed=seed)
+    if name == "cifar10":
+        from .cifar import load_cifar10
+
+        return load_cifar10(root, n_train=n_train, n_test=n_test, seed=seed)
+    raise ValueError(f"unknown dataset {name!r}; known: {list(DATASETS)}")

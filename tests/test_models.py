@@ -1,0 +1,78 @@
+"""Models: shapes, probe labels, and hooks that capture exactly what a sliced forward computes."""
+
+import pytest
+import torch
+from torch import nn
+
+from topolip.models import build_model, collect_activations, probe_labels
+
+
+@pytest.fixture(scope="module")
+def x():
+    return torch.rand(6, 1, 28, 28, generator=torch.Generator().manual_seed(0))
+
+
+def test_vit_hooks_match_sliced_forward(x):
+    torch.manual_seed(0)
+    model = build_model("vit", num_layers=2, hidden_dim=16, mlp_dim=32, num_heads=2).eval()
+    acts = collect_activations(model, x)
+    with torch.no_grad():
+        tokens = model._process_input(x)  # (N, 16, 16): patches as tokens
+        tokens = torch.cat([model.class_token.expand(len(x), -1, -1), tokens], dim=1)
+        h = tokens + model.encoder.pos_embedding  # (N, 17, 16)
+        expected = {"embed": h}
+        for i, block in enumerate(model.encoder.layers):
+            h = block(h)
+            expected[f"block{i + 1}"] = h
+        expected["final_norm"] = model.encoder.ln(h)
+    assert list(acts) == ["input", "embed", "block1", "block2", "final_norm"]
+    for label, t in expected.items():
+        assert acts[label].shape == (6, 17 * 16)
+        assert torch.allclose(torch.from_numpy(acts[label]).float(), t.flatten(1), atol=1e-6)
+
+
+def test_resnet_hooks_match_sliced_forward_and_survive_relu(x):
+    torch.manual_seed(0)
+    model = build_model("resnet", width=4, blocks=(2, 1, 1, 1)).eval()
+    acts = collect_activations(model, x)
+    with torch.no_grad():
+        h = model.relu(model.bn1(model.conv1(x)))
+        expected = {"stem": h}
+        k = 0
+        for stage in (model.layer1, model.layer2, model.layer3, model.layer4):
+            for block in stage:
+                h = block(h)
+                k += 1
+                expected[f"block{k}"] = h
+        expected["pool"] = model.avgpool(h)
+    assert probe_labels(model) == ["input", "stem", *[f"block{i}" for i in range(1, 6)], "pool"]
+    for label, t in expected.items():
+        assert torch.allclose(torch.from_numpy(acts[label]).float(), t.flatten(1), atol=1e-6)
+    # the stem output precedes a ReLU in block1: nothing in-place may rewrite it
+    assert (acts["stem"] >= 0).all()
+    assert not any(getattr(m, "inplace", False) for m in model.modules())
+
+
+def test_collect_restores_train_mode_and_batches_agree(x):
+    model = build_model("resnet", width=4).train()
+    a = collect_activations(model, x, batch_size=2)
+    b = collect_activations(model, x, batch_size=6)
+    assert model.training
+    for label in a:
+        assert abs(a[label] - b[label]).max() < 1e-5
+
+
+def test_bad_inputs_raise_clear_errors(x):
+    model = build_model("resnet", width=4)
+    with pytest.raises(ValueError, match="unknown arch 'vgg'"):
+        build_model("vgg")
+    with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['depth'\]"):
+        build_model("vit", depth=2)
+    with pytest.raises(ValueError, match="not divisible by patch_size"):
+        build_model("vit", patch_size=5)
+    with pytest.raises(ValueError, match="NaN or inf pixels"):
+        collect_activations(model, torch.full((2, 1, 28, 28), float("nan")))
+    with pytest.raises(ValueError, match=r"non-empty \(m, C, H, W\)"):
+        collect_activations(model, torch.zeros(1, 28, 28))
+    with pytest.raises(ValueError, match="no probe_points"):
+        collect_activations(nn.Linear(2, 2), x)

@@ -1,0 +1,87 @@
+"""Command line: ``topolip run|book|params [--profile NAME] [name=value ...]``.
+
+Examples::
+
+    topolip book                                   # quick profile, whole chain, then the book
+    topolip book --profile quick epochs=2 seeds=[1]
+    topolip run --only 02_topolip eps=0.05         # one notebook (earlier outputs reused)
+    topolip params                                 # every parameter, its value, who reads it
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .pipeline import (
+    ParameterError,
+    apply_overrides,
+    build_book,
+    chain,
+    check_parameters,
+    load_profile,
+    run_chain,
+)
+
+__all__ = ["main"]
+
+
+def _params(args) -> dict:
+    profile = load_profile(args.profile, root=args.root)
+    known = set(profile)
+    import jupytext
+
+    from .pipeline.params import declared_parameters
+    for path in chain(args.root):
+        known |= set(declared_parameters(jupytext.read(path), name=str(path)))
+    return apply_overrides(profile, args.overrides, known=known)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="topolip", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, text in (("run", "execute the notebook chain"),
+                       ("book", "execute the chain, then build the Jupyter Book"),
+                       ("params", "list the parameters of the chain")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--profile", default="quick", help="name in data/profiles or a YAML path")
+        p.add_argument("--root", default=".", type=Path, help="repository root (default .)")
+        p.add_argument("overrides", nargs="*", metavar="name=value",
+                       help="override a parameter (YAML value; group.key=value for a mapping)")
+        if name != "params":
+            p.add_argument("--only", action="append", metavar="NOTEBOOK",
+                           help="run only this notebook (repeatable), e.g. 02_topolip")
+            p.add_argument("--force", action="store_true", help="ignore the notebook cache")
+    args = parser.parse_args(argv)
+    try:
+        params = _params(args)
+        if args.command == "params":
+            per = check_parameters(chain(args.root), params)
+            for key in sorted(params):
+                users = [p.stem for p, d in per.items() if key in d]
+                print(f"{key} = {params[key]!r}    # {', '.join(users) or 'no notebook'}")
+            return 0
+        run_chain(args.root, params, only=args.only, force=args.force)
+        if args.command == "book":
+            html = build_book(args.root)
+            print(f"[topolip] book built: {html / 'index.html'}")
+    except (ParameterError, FileNotFoundError) as exc:
+        print(f"topolip: error: {exc}", file=sys.stderr)
+        return 2
+    except RuntimeError as exc:  # the book build
+        print(f"topolip: error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        from papermill import PapermillExecutionError
+
+        if not isinstance(exc, PapermillExecutionError):
+            raise
+        print(f"topolip: error: a notebook failed at cell {exc.exec_count}: {exc.ename}: "
+              f"{exc.evalue}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,305 @@
+"""The TopoLip metric: topological displacement per layer and its layer-to-layer ratio.
+
+Definitions (DESIGN.md section 2; this companion's formalization of arXiv:2410.17628, whose full
+text we do not have): for a clean batch ``X`` and a perturbed batch ``X̃`` the topological
+displacement at probe point ``ℓ`` is
+
+.. math:: Δ_ℓ = W_{p,q}\\big(\\mathrm{Dgm}(H_ℓ(X)),\\ \\mathrm{Dgm}(H_ℓ(\\tilde X))\\big),
+
+combined over homology degrees as :math:`(\\sum_k W_{p,q}(D_k, D'_k)^p)^{1/p}` (max for
+``p = inf``), and :math:`\\mathrm{TopoLip}_ℓ = Δ_ℓ / Δ_{ℓ-1}`. The scale-free variant divides both
+clouds of a layer by ``s_ℓ``, the median pairwise distance of the clean cloud; Rips diagrams and
+``W_{p,q}`` are positively homogeneous, so it equals ``Δ_ℓ / s_ℓ`` exactly and needs no second
+diagram computation.
+
+For paired perturbations (sample ``i`` of ``X̃`` is the perturbed sample ``i`` of ``X``) every
+layer is checked against the certified envelope: all pairwise distances move by at most
+``2 ε_ℓ`` with ``ε_ℓ = max_i ‖h_ℓ(x_i) − h_ℓ(x̃_i)‖``, so by the stability theorem
+(Cohen-Steiner, Edelsbrunner and Harer 2007) the bottleneck distance ``W_{∞,∞}`` is at most
+``2 ε_ℓ`` (plus ``2 r`` per subsampled cloud of covering radius ``r``). A violation is a bug and
+raises :class:`EnvelopeViolation`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.spatial.distance import pdist
+
+from .diagrams import rips_diagrams
+from .distances import diagram_distance
+
+__all__ = [
+    "DistanceSpec", "EnvelopeViolation", "layer_diagrams", "median_pairwise_distance",
+    "summarize", "topolip_table", "topological_displacement",
+]
+
+
+class EnvelopeViolation(RuntimeError):
+    """A layer's bottleneck displacement exceeded its certified envelope ``2 ε_ℓ``: a bug."""
+
+
+@dataclass(frozen=True)
+class DistanceSpec:
+    """Which diagram distance a number is: degrees, Wasserstein order ``p``, ground metric ``l_q``.
+
+    Raises
+    ------
+    ValueError
+        If ``p < 1``, ``q`` is not 1, 2 or inf, or ``degrees`` is empty or holds a negative value.
+
+    Examples
+    --------
+    >>> DistanceSpec().label
+    'W_{p=1, q=inf}, degrees H0+H1'
+    """
+
+    degrees: tuple[int, ...] = (0, 1)
+    p: float = 1.0
+    q: float = math.inf
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "degrees", tuple(int(k) for k in self.degrees))
+        object.__setattr__(self, "p", float(self.p))
+        object.__setattr__(self, "q", float(self.q))
+        if not self.degrees or min(self.degrees) < 0 or len(set(self.degrees)) != len(self.degrees):
+            raise ValueError(f"degrees must be distinct non-negative integers, got {self.degrees}")
+        if not self.p >= 1:
+            raise ValueError(f"Wasserstein order p must be >= 1 or inf, got {self.p}")
+        if self.q not in (1.0, 2.0, math.inf):
+            raise ValueError(f"ground metric q must be 1, 2 or inf, got {self.q}")
+
+    @property
+    def label(self) -> str:
+        fmt = lambda v: "inf" if math.isinf(v) else f"{v:g}"  # noqa: E731
+        return (f"W_{{p={fmt(self.p)}, q={fmt(self.q)}}}, degrees "
+                + "+".join(f"H{k}" for k in self.degrees))
+
+
+def _check_cloud(points: np.ndarray, name: str) -> np.ndarray:
+    a = np.asarray(points, dtype=np.float64)
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be a point cloud of shape (m, d), got shape {a.shape}")
+    if a.shape[0] < 2:
+        raise ValueError(f"{name} has {a.shape[0]} point(s); a diagram needs at least 2")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} holds NaN or inf activations")
+    return a
+
+
+def median_pairwise_distance(points: np.ndarray) -> float:
+    """``s_ℓ``: the median Euclidean distance over all pairs of rows of ``points`` (m, d).
+
+    Raises
+    ------
+    ValueError
+        If ``points`` is not 2-D with at least 2 finite rows, or all its points coincide
+        (the scale is then 0 and a scale-free displacement undefined).
+
+    Examples
+    --------
+    >>> median_pairwise_distance(np.array([[0.0, 0], [3, 4], [0, 8]]))
+    5.0
+    """
+    a = _check_cloud(points, "points")
+    s = float(np.median(pdist(a)))
+    if s <= 0:
+        raise ValueError("all points coincide: the median pairwise distance is 0")
+    return s
+
+
+def layer_diagrams(acts: Mapping[str, np.ndarray], spec: DistanceSpec = DistanceSpec(), *,
+                   n_perm: int | None = None) -> dict:
+    """Rips diagrams of every layer's cloud: ``{label: RipsDiagrams}`` (see ``rips_diagrams``).
+
+    Parameters
+    ----------
+    acts : mapping of str to ndarray of shape (m, d_ℓ)
+        Flattened activations per probe point (as from ``collect_activations``).
+    spec : DistanceSpec
+        Its ``degrees`` are computed.
+    n_perm : int, optional
+        Greedy-permutation subsample size (the covering radius is recorded in the result).
+    """
+    return {label: rips_diagrams(_check_cloud(a, f"activations at {label!r}"),
+                                 degrees=spec.degrees, n_perm=n_perm)
+            for label, a in acts.items()}
+
+
+def _distance(a, b, spec: DistanceSpec, p: float | None = None, q: float | None = None) -> float:
+    return float(diagram_distance(a, b, p=spec.p if p is None else p,
+                                  q=spec.q if q is None else q, degrees=spec.degrees))
+
+
+def topological_displacement(clean: np.ndarray, perturbed: np.ndarray,
+                             spec: DistanceSpec = DistanceSpec(), *,
+                             n_perm: int | None = None) -> float:
+    """``Δ = W_{p,q}(Dgm(clean), Dgm(perturbed))`` of two point clouds (any sizes and dims).
+
+    Parameters
+    ----------
+    clean, perturbed : ndarray of shape (m, d) and (m', d')
+        Point clouds in activation units (Euclidean metric); they need no pairing and no common
+        dimension.
+    spec : DistanceSpec
+        Degrees, order ``p`` and ground metric ``q``.
+
+    Returns
+    -------
+    float
+        In the units of the activations; ``inf`` only if essential classes differ in number.
+
+    Raises
+    ------
+    ValueError
+        On NaN/inf activations, fewer than 2 points or a cloud that is not 2-D.
+
+    Examples
+    --------
+    >>> square = np.array([[0.0, 0], [1, 0], [1, 1], [0, 1]])
+    >>> round(topological_displacement(square, 2 * square), 6)
+    3.0
+    """
+    a = rips_diagrams(_check_cloud(clean, "clean"), degrees=spec.degrees, n_perm=n_perm)
+    b = rips_diagrams(_check_cloud(perturbed, "perturbed"), degrees=spec.degrees, n_perm=n_perm)
+    return _distance(a, b, spec)
+
+
+def topolip_table(
+    clean: Mapping[str, np.ndarray],
+    perturbed: Mapping[str, np.ndarray],
+    spec: DistanceSpec = DistanceSpec(),
+    *,
+    paired: bool = True,
+    clean_diagrams: Mapping | None = None,
+    n_perm: int | None = None,
+    rtol: float = 1e-6,
+) -> pd.DataFrame:
+    """Per-layer displacement ``Δ_ℓ`` and ``TopoLip_ℓ``, raw and scale-free, in probe order.
+
+    Parameters
+    ----------
+    clean, perturbed : mapping of str to ndarray of shape (m, d_ℓ)
+        Activations at the same probe labels, in the same order (``"input"`` first).
+    spec : DistanceSpec
+        Degrees, ``p`` and ``q`` of every ``Δ_ℓ``.
+    paired : bool, default=True
+        Row ``i`` of ``perturbed`` is the perturbation of row ``i`` of ``clean`` (attacks, noise,
+        corruptions). Then ``ε_ℓ``, the bottleneck displacement and the envelope are reported
+        and checked. ``False`` for another data set (out-of-distribution).
+    clean_diagrams : mapping, optional
+        Precomputed :func:`layer_diagrams` of ``clean`` (reuse across perturbations).
+    n_perm : int, optional
+        Greedy-permutation subsample size for the diagrams.
+    rtol : float, default=1e-6
+        ``TopoLip_ℓ`` is NaN (with a reason) when the scale-free ``Δ_{ℓ-1}`` is below this.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per layer: ``layer``, ``depth`` (0 for the input), ``dim`` (``d_ℓ``), ``scale``
+        (``s_ℓ``), ``delta``, ``delta_scale_free``, ``topolip``, ``topolip_scale_free``,
+        ``topolip_reason`` (empty when defined), ``eps`` (``ε_ℓ``), ``bottleneck``
+        (``W_{∞,∞}``), ``envelope`` (certified upper bound of ``bottleneck``), ``r_cover``.
+
+    Raises
+    ------
+    ValueError
+        If the label sets differ, a cloud is invalid, or ``paired`` clouds differ in size.
+    EnvelopeViolation
+        If ``bottleneck > envelope`` on some layer (beyond float32 rounding of ripser).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(30, 5)); y = x + 0.01 * rng.normal(size=x.shape)
+    >>> t = topolip_table({"input": x, "double": 2 * x}, {"input": y, "double": 2 * y})
+    >>> round(float(t.loc[1, "topolip"]), 6), round(float(t.loc[1, "topolip_scale_free"]), 6)
+    (2.0, 1.0)
+    """
+    labels = list(clean)
+    if list(perturbed) != labels:
+        raise ValueError(f"clean and perturbed probe labels differ: {labels} vs {list(perturbed)}")
+    if clean_diagrams is None:
+        clean_diagrams = layer_diagrams(clean, spec, n_perm=n_perm)
+    rows = []
+    prev_sf = None
+    for depth, label in enumerate(labels):
+        a = _check_cloud(clean[label], f"clean activations at {label!r}")
+        b = _check_cloud(perturbed[label], f"perturbed activations at {label!r}")
+        dgm_a = clean_diagrams[label]
+        dgm_b = rips_diagrams(b, degrees=spec.degrees, n_perm=n_perm)
+        scale = median_pairwise_distance(a)
+        delta = _distance(dgm_a, dgm_b, spec)
+        r_cover = float(getattr(dgm_a, "r_cover", 0.0) or 0.0) + float(
+            getattr(dgm_b, "r_cover", 0.0) or 0.0)
+        row = {"layer": label, "depth": depth, "dim": a.shape[1], "scale": scale,
+               "delta": delta, "delta_scale_free": delta / scale, "r_cover": r_cover}
+        if paired:
+            if a.shape != b.shape:
+                raise ValueError(f"paired clouds at {label!r} differ in shape: {a.shape} vs "
+                                 f"{b.shape}; pass paired=False for unpaired data")
+            eps = float(np.linalg.norm(a - b, axis=1).max())
+            bott = _distance(dgm_a, dgm_b, spec, p=math.inf, q=math.inf)
+            envelope = 2 * eps + 2 * r_cover
+            slack = 1e-5 * max(1.0, float(np.abs(a).max()), float(np.abs(b).max()))
+            if bott > envelope + slack:
+                raise EnvelopeViolation(
+                    f"layer {label!r}: bottleneck displacement {bott:.6g} exceeds the certified "
+                    f"envelope 2·eps + 2·r_cover = {envelope:.6g} (eps={eps:.6g}); this is a bug "
+                    "in the diagram or distance code")
+            row.update(eps=eps, bottleneck=bott, envelope=envelope)
+        else:
+            row.update(eps=math.nan, bottleneck=math.nan, envelope=math.nan)
+        if prev_sf is None:
+            ratio = ratio_sf = math.nan
+            reason = "first probe point (no previous layer)"
+        elif prev_sf < rtol:
+            ratio = ratio_sf = math.nan
+            reason = f"previous displacement below tolerance (scale-free {prev_sf:.3g} < {rtol:g})"
+        elif math.isinf(delta) or math.isinf(rows[-1]["delta"]):
+            ratio = ratio_sf = math.nan
+            reason = "infinite displacement (essential classes differ in number)"
+        else:
+            ratio = delta / rows[-1]["delta"]
+            ratio_sf = row["delta_scale_free"] / prev_sf
+            reason = ""
+        row.update(topolip=ratio, topolip_scale_free=ratio_sf, topolip_reason=reason)
+        rows.append(row)
+        prev_sf = row["delta_scale_free"]
+    return pd.DataFrame(rows)
+
+
+def summarize(table: pd.DataFrame) -> dict[str, float]:
+    """Model TopoLip of a :func:`topolip_table`: the ratios telescope to ``Δ_L / Δ_0``.
+
+    Returns
+    -------
+    dict
+        ``end_to_end`` (``Δ_L/Δ_0``), ``geometric_mean`` (``(Δ_L/Δ_0)^{1/L}``) and ``max``
+        (``max_ℓ TopoLip_ℓ``), each raw and with suffix ``_scale_free``; NaN when ``Δ_0`` is
+        below tolerance.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"delta": [1.0, 2.0, 8.0], "delta_scale_free": [1.0, 1.0, 2.0],
+    ...                   "topolip": [np.nan, 2.0, 4.0], "topolip_scale_free": [np.nan, 1.0, 2.0]})
+    >>> summarize(t)["geometric_mean"], summarize(t)["end_to_end_scale_free"]
+    (2.8284271247461903, 2.0)
+    """
+    out: dict[str, float] = {}
+    n_layers = len(table) - 1
+    for suffix, col, dcol in (("", "topolip", "delta"),
+                              ("_scale_free", "topolip_scale_free", "delta_scale_free")):
+        d0, dl = float(table[dcol].iloc[0]), float(table[dcol].iloc[-1])
+        e2e = dl / d0 if d0 > 0 and math.isfinite(d0) else math.nan
+        out["end_to_end" + suffix] = e2e
+        out["geometric_mean" + suffix] = (e2e ** (1 / n_layers)
+                                          if n_layers > 0 and math.isfinite(e2e) else math.nan)
+        vals = table[col].to_numpy(dtype=float)[1:]
+        out["max" + suffix] = float(np.nanmax(vals)) if np.isfinite(vals).any() else math.nan
+    return out

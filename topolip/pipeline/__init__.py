@@ -1,0 +1,15 @@
+"""The pipeline around the science: parameters, the papermill runner with its cache, provenance
+of tables, and the book build. Science modules never import this package."""
+
+from __future__ import annotations
+
+from .book import build_book, stage
+from .params import ParameterError, apply_overrides, declared_parameters, load_profile
+from .provenance import provenance, read_table, write_table
+from .runner import NotebookRun, chain, check_parameters, run_chain
+
+__all__ = [
+    "NotebookRun", "ParameterError", "apply_overrides", "build_book", "chain",
+    "check_parameters", "declared_parameters", "load_profile", "provenance", "read_table",
+    "run_chain", "stage", "write_table",
+]

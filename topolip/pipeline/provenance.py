@@ -1,0 +1,85 @@
+"""Provenance: where a number came from (code version, packages, parameters) and tidy tables
+written with it."""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import subprocess
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..io import atomic_write_json, atomic_write_text
+
+__all__ = ["library_fingerprint", "provenance", "read_table", "write_table"]
+
+PACKAGES = ("topolip", "torch", "torchvision", "numpy", "scipy", "ripser", "POT", "torchattacks",
+            "pandas", "matplotlib")
+
+
+def _git(*args: str, cwd: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def library_fingerprint() -> str:
+    """SHA-256 (16 hex digits) of the ``topolip`` package sources: changes when any code does."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def provenance(params: Mapping[str, Any] | None = None, *, root: str | Path = ".") -> dict[str, Any]:
+    """What produced a result: git commit (and whether the tree was dirty), the library
+    fingerprint, Python and package versions, and the parameters. No time stamp, so equal
+    inputs give byte-equal sidecars."""
+    root = Path(root)
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    status = _git("status", "--porcelain", "--untracked-files=no", cwd=root)
+    return {
+        "git_commit": _git("rev-parse", "HEAD", cwd=root),
+        "git_dirty": bool(status) if status is not None else None,
+        "library_fingerprint": library_fingerprint(),
+        "python": platform.python_version(),
+        "packages": versions,
+        "parameters": dict(params or {}),
+    }
+
+
+def write_table(df: pd.DataFrame, path: str | Path, params: Mapping[str, Any] | None = None,
+                *, root: str | Path = ".") -> Path:
+    """Write ``df`` as CSV (10 significant digits, byte-stable) and ``<path>.json`` provenance,
+    both atomically. Returns the CSV path."""
+    path = Path(path)
+    atomic_write_text(path, df.to_csv(index=False, float_format="%.10g"))
+    atomic_write_json(path.with_suffix(".json"), provenance(params, root=root))
+    return path
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """Read a table written by :func:`write_table`.
+
+    Raises
+    ------
+    FileNotFoundError
+        Naming the notebook that writes it, when the file is missing.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no table at {path}; run the notebook chain (make book) first")
+    return pd.read_csv(path)

@@ -1,0 +1,348 @@
+"""Seeded training with atomic, resumable checkpoints.
+
+A run is named by what determines it: the model spec (architecture and its parameters), the
+training configuration and the data. :func:`checkpoint_path` turns these into a file name, so a
+changed parameter never reuses a stale checkpoint, and :func:`fit` writes the checkpoint
+atomically after every epoch and resumes from it: an interrupted run loses at most the epoch in
+progress, and the resumed result equals the uninterrupted one bit for bit on the same machine.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import io
+import json
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from .data import ImageSplit
+from .io import atomic_write
+from .models import build_model
+
+__all__ = [
+    "ModelSpec", "TrainConfig", "TrainResult", "accuracy", "checkpoint_path", "default_device",
+    "fit", "load_trained", "spec_for",
+]
+
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """An architecture name and the keyword parameters of its builder (see ``build_model``)."""
+
+    arch: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def build(self) -> nn.Module:
+        """Build the (untrained) model; raises ValueError on an unknown arch or parameter."""
+        return build_model(self.arch, **dict(self.params))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"arch": self.arch, "params": _plain(dict(self.params))}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Hyper-parameters of a training run (AdamW, cosine learning-rate decay, cross-entropy).
+
+    Raises
+    ------
+    ValueError
+        If a value is out of range (epochs < 1, batch_size < 1, lr <= 0, weight_decay < 0).
+    """
+
+    epochs: int = 5
+    batch_size: int = 128
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if int(self.epochs) != self.epochs or self.epochs < 1:
+            raise ValueError(f"epochs must be a positive integer, got {self.epochs!r}")
+        if int(self.batch_size) != self.batch_size or self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"lr must be a positive finite number, got {self.lr!r}")
+        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
+
+
+@dataclass
+class TrainResult:
+    """A trained model and how it got there.
+
+    ``history``: one dict per epoch (``epoch``, ``loss``, ``train_accuracy``, ``seconds``);
+    ``test_accuracy``: clean accuracy on ``data.x_test`` in [0, 1].
+    """
+
+    model: nn.Module
+    spec: ModelSpec
+    config: TrainConfig
+    history: list[dict[str, float]]
+    test_accuracy: float
+    device: str
+    resumed_from_epoch: int = 0
+
+
+def default_device() -> torch.device:
+    """CUDA when a GPU is present, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _plain(obj: Any) -> Any:
+    """Tuples to lists, recursively, so specs compare and hash the same after a JSON round trip."""
+    if isinstance(obj, Mapping):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def _data_tag(data: ImageSplit) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    for t in (data.x_train, data.y_train, data.x_test, data.y_test):
+        digest.update(t.contiguous().numpy().tobytes())
+    return {"name": data.name, "n_train": len(data.y_train), "n_test": len(data.y_test),
+            "sha256": digest.hexdigest()[:16]}
+
+
+def checkpoint_path(results_dir: str | Path, spec: ModelSpec, config: TrainConfig,
+                    data: ImageSplit) -> Path:
+    """Checkpoint file of a run: ``{results_dir}/models/{arch}-seed{seed}-{hash}.pt``.
+
+    The hash covers the model spec, the training configuration and the data content, so any
+    change of parameters names a new file.
+
+    Examples
+    --------
+    >>> from topolip.data import load_mnist
+    >>> d = load_mnist(100, 50)
+    >>> path = checkpoint_path("results", ModelSpec("vit", {}), TrainConfig(seed=3), d)
+    >>> path.parent.as_posix(), path.name.startswith("vit-seed3-"), path.suffix
+    ('results/models', True, '.pt')
+    """
+    key = json.dumps({"spec": spec.to_dict(), "config": asdict(config), "data": _data_tag(data)},
+                     sort_keys=True)
+    h = hashlib.sha256(key.encode()).hexdigest()[:10]
+    return Path(results_dir) / "models" / f"{spec.arch}-seed{config.seed}-{h}.pt"
+
+
+@torch.no_grad()
+def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, batch_size: int = 512) -> float:
+    """Fraction of ``x`` (shape (n, C, H, W), pixels in [0, 1]) classified as ``y``, in eval mode.
+
+    The model's previous train/eval mode is restored afterwards.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` and ``y`` disagree in length or are empty.
+    """
+    if len(x) != len(y) or len(x) == 0:
+        raise ValueError(f"x and y must be non-empty and of equal length, got {len(x)} and {len(y)}")
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    try:
+        correct = 0
+        for s in range(0, len(x), batch_size):
+            logits = model(x[s:s + batch_size].to(device))
+            correct += int((logits.argmax(1).cpu() == y[s:s + batch_size]).sum())
+    finally:
+        model.train(was_training)
+    return correct / len(x)
+
+
+def _save(path: Path, state: dict[str, Any]) -> None:
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    atomic_write(path, lambda f: f.write(buf.getvalue()))
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a truncated or foreign file: say which one
+        raise ValueError(f"cannot read checkpoint {path}: {exc}") from exc
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a topolip checkpoint of format {FORMAT}")
+    return state
+
+
+def fit(
+    spec: ModelSpec,
+    data: ImageSplit,
+    config: TrainConfig = TrainConfig(),
+    *,
+    checkpoint: str | Path | None = None,
+    device: torch.device | str | None = None,
+    progress: bool = True,
+    on_epoch_end: Callable[[int], None] | None = None,
+) -> TrainResult:
+    """Train ``spec`` on ``data.x_train`` and report clean test accuracy, resuming if possible.
+
+    Parameters
+    ----------
+    spec : ModelSpec
+        The architecture; its weights are initialised from ``config.seed``.
+    data : ImageSplit
+        Images (n, C, H, W) with pixels in [0, 1] and integer labels.
+    config : TrainConfig
+        Epochs, batch size, learning rate (AdamW, cosine decay to 0 per step), weight decay,
+        seed (initialisation and the per-epoch shuffling).
+    checkpoint : path, optional
+        Where to write the state after every epoch (atomically). If it exists, training resumes
+        from it; if it holds a finished run, no training happens. Use :func:`checkpoint_path`.
+    device : torch.device or str, optional
+        Default :func:`default_device`. On CUDA the forward pass runs under bfloat16 autocast
+        (mixed precision); on the CPU in float32.
+    progress : bool, default=True
+        Show a progress bar over the epochs.
+    on_epoch_end : callable, optional
+        Called with the finished epoch number after its checkpoint is written (tests use it to
+        interrupt a run).
+
+    Returns
+    -------
+    TrainResult
+
+    Raises
+    ------
+    ValueError
+        If the checkpoint belongs to another spec, configuration or data set, or cannot be read.
+    """
+    device = torch.device(device) if device is not None else default_device()
+    torch.manual_seed(config.seed)
+    model = spec.build().to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    n = len(data.y_train)
+    steps_per_epoch = math.ceil(n / config.batch_size)
+    total = steps_per_epoch * config.epochs
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda step: 0.5 * (1 + math.cos(math.pi * min(step, total) / total)))
+    identity = {"spec": spec.to_dict(), "config": asdict(config), "data": _data_tag(data)}
+    history: list[dict[str, float]] = []
+    start_epoch = 0
+    ckpt = Path(checkpoint) if checkpoint is not None else None
+    if ckpt is not None and ckpt.exists():
+        state = _load(ckpt)
+        if state["identity"] != identity:
+            raise ValueError(
+                f"checkpoint {ckpt} belongs to another run ({state['identity']}); delete it or "
+                "use topolip.train.checkpoint_path to name checkpoints by their parameters"
+            )
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["scheduler"])
+        history = list(state["history"])
+        start_epoch = int(state["epoch"])
+    use_amp = device.type == "cuda"
+    loss_fn = nn.CrossEntropyLoss()
+    bar = tqdm(range(start_epoch, config.epochs), desc=f"train {spec.arch} seed {config.seed}",
+               disable=not progress, initial=start_epoch, total=config.epochs)
+    for epoch in bar:
+        model.train()
+        t0 = time.perf_counter()
+        gen = torch.Generator().manual_seed(config.seed * 100_003 + epoch)
+        order = torch.randperm(n, generator=gen)
+        loss_sum, correct = 0.0, 0
+        for s in range(0, n, config.batch_size):
+            idx = order[s:s + config.batch_size]
+            xb, yb = data.x_train[idx].to(device), data.y_train[idx].to(device)
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=use_amp):
+                logits = model(xb)
+                loss = loss_fn(logits.float(), yb)
+            if not torch.isfinite(loss):
+                raise FloatingPointError(
+                    f"training loss became {loss.item()} at epoch {epoch + 1}; lower lr "
+                    f"(now {config.lr})")
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            loss_sum += loss.item() * len(idx)
+            correct += int((logits.argmax(1) == yb).sum())
+        history.append({"epoch": epoch + 1, "loss": loss_sum / n, "train_accuracy": correct / n,
+                        "seconds": time.perf_counter() - t0})
+        bar.set_postfix(loss=f"{loss_sum / n:.3f}", acc=f"{correct / n:.3f}")
+        if ckpt is not None:
+            _save(ckpt, {"format": FORMAT, "identity": identity, "epoch": epoch + 1,
+                         "model": model.state_dict(), "optimizer": opt.state_dict(),
+                         "scheduler": sched.state_dict(), "history": history,
+                         "test_accuracy": None})
+        if on_epoch_end is not None:
+            on_epoch_end(epoch + 1)
+    model.eval()
+    test_acc = accuracy(model, data.x_test, data.y_test)
+    if ckpt is not None and (start_epoch < config.epochs or _load(ckpt)["test_accuracy"] is None):
+        _save(ckpt, {"format": FORMAT, "identity": identity, "epoch": config.epochs,
+                     "model": model.state_dict(), "optimizer": opt.state_dict(),
+                     "scheduler": sched.state_dict(), "history": history,
+                     "test_accuracy": test_acc})
+    return TrainResult(model=model, spec=spec, config=config, history=copy.deepcopy(history),
+                       test_accuracy=test_acc, device=str(device),
+                       resumed_from_epoch=start_epoch)
+
+
+def load_trained(path: str | Path, *, device: torch.device | str | None = None) -> TrainResult:
+    """Rebuild the finished run saved at ``path`` by :func:`fit`, in eval mode.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist (run the train notebook first).
+    ValueError
+        If the file is not a finished topolip checkpoint.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no checkpoint at {path}; run the train notebook (01_train) first")
+    state = _load(path)
+    if state["test_accuracy"] is None:
+        raise ValueError(f"{path} holds an unfinished run (epoch {state['epoch']}); resume it "
+                         "with topolip.train.fit")
+    spec = ModelSpec(state["identity"]["spec"]["arch"], state["identity"]["spec"]["params"])
+    config = TrainConfig(**state["identity"]["config"])
+    device = torch.device(device) if device is not None else default_device()
+    model = spec.build()
+    model.load_state_dict(state["model"])
+    model.to(device).eval()
+    return TrainResult(model=model, spec=spec, config=config, history=list(state["history"]),
+                       test_accuracy=float(state["test_accuracy"]), device=str(device))
+
+
+def spec_for(arch: str, params: Mapping[str, Any], data: ImageSplit) -> ModelSpec:
+    """The :class:`ModelSpec` of ``arch`` for ``data``'s image shape.
+
+    ``in_channels``, ``image_size`` and ``num_classes`` are taken from the data when the
+    architecture's builder has them and ``params`` does not set them.
+
+    Examples
+    --------
+    >>> from topolip.data import load_mnist
+    >>> spec_for("vit", {"num_layers": 2}, load_mnist(100, 50)).params["image_size"]
+    28
+    """
+    import inspect
+
+    from .models import ARCHITECTURES
+
+    if arch not in ARCHITECTURES:
+        raise ValueError(f"unknown arch {arch!r}; known: {sorted(ARCHITECTURES)}")
+    takes = inspect.signature(ARCHITECTURES[arch]).parameters
+    derived = {"in_channels": data.image_shape[0], "image_size": data.image_shape[1],
+               "num_classes": data.num_classes}
+    full = {k: v for k, v in derived.items() if k in takes}
+    full.update(_plain(dict(params)))
+    return ModelSpec(arch, full)
