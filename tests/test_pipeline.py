@@ -1,0 +1,110 @@
+"""Runner and parameters: clear failures before anything runs, caching, atomic outputs."""
+
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from topolip.cli import main
+from topolip.pipeline import (
+    ParameterError, apply_overrides, chain, check_parameters, load_profile, run_chain,
+)
+from topolip.pipeline.params import parse_override
+
+ROOT = Path(__file__).resolve().parents[1]
+
+GOOD = '''# %% [markdown]
+# # A test notebook
+
+# %% tags=["parameters"]
+results_dir = "results/t"
+n = 2
+
+# %%
+from pathlib import Path
+Path(results_dir).mkdir(parents=True, exist_ok=True)
+(Path(results_dir) / "n.txt").write_text(str(n * 21))
+'''
+
+
+def make_root(tmp_path: Path, *sources: str) -> Path:
+    (tmp_path / "notebooks").mkdir()
+    for i, src in enumerate(sources, start=1):
+        (tmp_path / "notebooks" / f"{i:02d}_nb.py").write_text(src)
+    return tmp_path
+
+
+def test_profile_covers_exactly_the_declared_parameters():
+    params = load_profile("quick", root=ROOT)
+    per = check_parameters(chain(ROOT), params)  # raises on an undeclared profile key
+    declared = set().union(*(d.keys() for d in per.values()))
+    assert declared == set(params), "every profile key is read by a notebook and vice versa"
+    assert math.isinf(params["q"]) and params["p"] == 1
+
+
+def test_overrides_parse_yaml_and_reject_unknown_names():
+    assert parse_override("seeds=[0, 1]") == (["seeds"], [0, 1])
+    assert parse_override("n_perm=null") == (["n_perm"], None)
+    params = {"epochs": 5, "vit": {"num_layers": 4}}
+    assert apply_overrides(params, ["vit.num_layers=6"])["vit"] == {"num_layers": 6}
+    assert params["vit"] == {"num_layers": 4}, "the input is not modified"
+    with pytest.raises(ParameterError, match="did you mean 'epochs'"):
+        apply_overrides(params, ["epoch=2"])
+    with pytest.raises(ParameterError, match="has no key 'depth'"):
+        apply_overrides(params, ["vit.depth=2"])
+    with pytest.raises(ParameterError, match="must look like name=value"):
+        apply_overrides(params, ["epochs"])
+    with pytest.raises(ParameterError, match="no profile 'nope'.*known profiles"):
+        load_profile("nope", root=ROOT)
+
+
+def test_missing_parameters_cell_fails_before_running(tmp_path):
+    root = make_root(tmp_path, GOOD, "# %%\nprint('no parameters here')\n")
+    with pytest.raises(ParameterError, match=r"02_nb.py has 0 cells tagged 'parameters'"):
+        run_chain(root, {})
+    assert not (root / "results").exists(), "nothing ran"
+
+
+def test_unknown_parameter_fails_before_running(tmp_path):
+    root = make_root(tmp_path, GOOD)
+    with pytest.raises(ParameterError, match=r"unknown parameter\(s\) 'nn' \(did you mean 'n'\?\)"):
+        run_chain(root, {"nn": 3})
+    assert not (root / "results").exists()
+
+
+def test_run_injects_parameters_caches_and_reruns_on_change(tmp_path):
+    root = make_root(tmp_path, GOOD)
+    logs = []
+    first = run_chain(root, {"n": 3}, log=logs.append)
+    assert (root / "results/t/n.txt").read_text() == "63"
+    assert [r.cached for r in first] == [False]
+    out = root / "book/notebooks/01_nb.ipynb"
+    assert "n = 3" in out.read_text()  # papermill's injected-parameters cell
+    second = run_chain(root, {"n": 3}, log=logs.append)
+    assert [r.cached for r in second] == [True]
+    third = run_chain(root, {"n": 4}, log=logs.append)
+    assert [r.cached for r in third] == [False]
+    assert (root / "results/t/n.txt").read_text() == "84"
+    assert not list((root / "book/notebooks").glob("*.partial.ipynb"))
+
+
+def test_failing_cell_raises_and_keeps_the_partial_notebook(tmp_path):
+    import papermill
+
+    root = make_root(tmp_path, GOOD + "\n# %%\nraise ValueError('boom')\n")
+    with pytest.raises(papermill.PapermillExecutionError, match="boom"):
+        run_chain(root, {}, log=lambda _: None)
+    assert (root / "book/notebooks/01_nb.partial.ipynb").exists()
+    assert not (root / "book/notebooks/01_nb.ipynb").exists()
+
+
+def test_cli_reports_errors_without_traceback(tmp_path, capsys):
+    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
+    shutil.copytree(ROOT / "data" / "profiles", tmp_path / "data" / "profiles")
+    assert main(["run", "--root", str(tmp_path), "epoch=1"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown parameter 'epoch'; did you mean 'epochs'?" in err
+    assert "Traceback" not in err
+    assert main(["params", "--root", str(tmp_path)]) == 0
+    assert "epochs = 8    # 01_train" in capsys.readouterr().out
