@@ -1,0 +1,510 @@
+r"""Persistence diagrams of point clouds (Vietoris--Rips, through ripser).
+
+This module turns a point cloud, an ``(m, d)`` array such as the flattened
+activations of ``m`` samples at one layer, into its persistence diagrams and
+keeps the conventions of the companion (DESIGN.md, section 2) explicit:
+
+* the filtration is Vietoris--Rips on the Euclidean metric, a simplex enters
+  at its diameter (ripser's convention), computed to full threshold with
+  coefficients in :math:`\mathbb{Z}/2`;
+* finite points and essential points (death :math:`= \infty`) are kept apart,
+  so that no distance ever replaces :math:`\infty` by a large number;
+* birth and death values are exact float64 pairwise distances (ripser works in
+  float32; see :func:`rips_diagrams`, Notes);
+* optional subsampling by greedy permutation reports its covering radius, the
+  size of the approximation next to the result.
+
+The module imports neither torch nor the rest of :mod:`topolip`.
+
+References
+----------
+.. [1] B. Chen, "Is Smoothness the Key to Robustness? A Comparison of Attention
+   and Convolution Models Using a Novel Metric", arXiv:2410.17628.
+.. [2] U. Bauer, "Ripser: efficient computation of Vietoris-Rips persistence
+   barcodes", J. Appl. Comput. Topol. 5 (2021); C. Tralie, N. Saul,
+   R. Bar-On, "Ripser.py", JOSS 3(29) 925 (2018).
+.. [3] F. Chazal, V. de Silva, S. Oudot, "Persistence stability for geometric
+   complexes", Geom. Dedicata 173 (2014).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["FILTRATION", "Diagram", "RipsDiagrams", "check_diagram", "rips_diagrams"]
+
+#: The filtration convention recorded on every result of :func:`rips_diagrams`.
+FILTRATION = (
+    "Vietoris-Rips filtration of the Euclidean distance, a simplex enters at its "
+    "diameter (ripser), full threshold, coefficients Z/2"
+)
+
+# ripser.py warns whenever a cloud has more columns than rows, the normal case for layer
+# activations (few samples, many features). Only this message is silenced.
+_RIPSER_WIDE_WARNING = r"The input point cloud has more columns than rows"
+
+
+def check_diagram(dgm, name: str = "dgm") -> np.ndarray:
+    r"""Validate a persistence diagram and return it as a float64 ``(n, 2)`` array.
+
+    Parameters
+    ----------
+    dgm : array_like of shape (n, 2), or Diagram
+        Rows are ``(birth, death)`` pairs in the filtration's units (for a
+        point cloud: distances in activation units). Deaths may be ``+inf``
+        (essential points). An empty sequence, or an array of shape ``(0,)``
+        or ``(0, 2)``, is the empty diagram. A :class:`Diagram` is accepted and
+        converted with :attr:`Diagram.array`.
+    name : str, default="dgm"
+        Name of the argument, used in error messages.
+
+    Returns
+    -------
+    ndarray of shape (n, 2), dtype float64
+        A new array (the input is never modified).
+
+    Raises
+    ------
+    ValueError
+        If the array is not of shape ``(n, 2)``, is not numeric, contains NaN,
+        a birth that is not finite, a death equal to ``-inf``, or a death
+        smaller than its birth. The message names ``name``, what was expected,
+        what was got and how to fix it.
+
+    Notes
+    -----
+    A diagram is a finite multiset of points :math:`(b, d)` with
+    :math:`b \in \mathbb{R}` and :math:`b \le d \le +\infty`. Points with
+    :math:`d = b` lie on the diagonal; they are valid and contribute nothing to
+    any diagram distance.
+
+    Examples
+    --------
+    >>> check_diagram([[0.0, 1.0], [0.5, float("inf")]])
+    array([[0. , 1. ],
+           [0.5, inf]])
+    >>> check_diagram([]).shape
+    (0, 2)
+    >>> check_diagram([[1.0, 0.5]], name="dgm_a")
+    Traceback (most recent call last):
+    ...
+    ValueError: dgm_a: expected death >= birth in every row, got row 0 = (1.0, 0.5); ...
+    """
+    if isinstance(dgm, Diagram):
+        return dgm.array.copy()
+    try:
+        arr = np.array(dgm, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{name}: expected a numeric array of shape (n, 2) of (birth, death) rows, "
+            f"got an object of type {type(dgm).__name__} that does not convert to float64 "
+            f"({exc}); pass a list of [birth, death] pairs or an ndarray"
+        ) from None
+    if arr.size == 0 and arr.ndim <= 2 and (arr.ndim < 2 or arr.shape[1] in (0, 2)):
+        return np.empty((0, 2), dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ValueError(
+            f"{name}: expected an array of shape (n, 2) of (birth, death) rows, got shape "
+            f"{arr.shape}; pass one diagram (one homological degree) at a time, e.g. "
+            f"dgms[k] rather than the list of all degrees"
+        )
+    if np.isnan(arr).any():
+        row = int(np.flatnonzero(np.isnan(arr).any(axis=1))[0])
+        raise ValueError(
+            f"{name}: expected no NaN, got NaN in row {row} = {tuple(arr[row].tolist())}; "
+            f"remove or repair the rows with NaN before computing distances"
+        )
+    bad_birth = ~np.isfinite(arr[:, 0])
+    if bad_birth.any():
+        row = int(np.flatnonzero(bad_birth)[0])
+        raise ValueError(
+            f"{name}: expected finite births, got row {row} = {tuple(arr[row].tolist())}; "
+            f"Rips diagrams of point clouds have finite births (only deaths may be +inf)"
+        )
+    neg_inf = arr[:, 1] == -np.inf
+    if neg_inf.any():
+        row = int(np.flatnonzero(neg_inf)[0])
+        raise ValueError(
+            f"{name}: expected deaths in [birth, +inf], got row {row} = "
+            f"{tuple(arr[row].tolist())}; a death of -inf is not a persistence pair"
+        )
+    below = arr[:, 1] < arr[:, 0]
+    if below.any():
+        row = int(np.flatnonzero(below)[0])
+        raise ValueError(
+            f"{name}: expected death >= birth in every row, got row {row} = "
+            f"{tuple(arr[row].tolist())}; check the column order (birth first, then death)"
+        )
+    return arr
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, dtype=np.float64, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class Diagram:
+    r"""One persistence diagram, finite and essential points kept apart.
+
+    Parameters
+    ----------
+    finite : ndarray of shape (n, 2)
+        Finite ``(birth, death)`` points, ``birth <= death < inf``, in the
+        filtration's units (distances in activation units for a point cloud).
+    essential : ndarray of shape (k,)
+        Births of the essential classes (bars that never die).
+    degree : int
+        Homological degree ``k`` of the diagram (0: components, 1: loops).
+
+    Notes
+    -----
+    Both arrays are stored as read-only float64 copies. A Vietoris--Rips
+    diagram of a finite cloud computed to full threshold has exactly one
+    essential point in degree 0 (birth 0) and none in higher degrees.
+
+    Examples
+    --------
+    >>> dgm = Diagram.from_array([[0.0, 1.0], [0.0, float("inf")]], degree=0)
+    >>> dgm.finite, dgm.essential, len(dgm)
+    (array([[0., 1.]]), array([0.]), 2)
+    >>> dgm.array
+    array([[ 0.,  1.],
+           [ 0., inf]])
+    """
+
+    finite: np.ndarray
+    essential: np.ndarray
+    degree: int
+
+    def __post_init__(self) -> None:
+        fin = check_diagram(self.finite, name="finite")
+        if np.isinf(fin[:, 1]).any():
+            raise ValueError(
+                "finite: expected only finite deaths, got +inf; put essential classes "
+                "in `essential` (their births), or build with Diagram.from_array"
+            )
+        ess = np.asarray(self.essential, dtype=np.float64).reshape(-1)
+        if not np.isfinite(ess).all():
+            raise ValueError(
+                f"essential: expected finite births of the essential classes, got "
+                f"{ess[~np.isfinite(ess)][:3].tolist()}; pass the births only (not inf deaths)"
+            )
+        if isinstance(self.degree, bool) or not isinstance(self.degree, numbers.Integral):
+            raise ValueError(f"degree: expected a non-negative int, got {self.degree!r}")
+        if self.degree < 0:
+            raise ValueError(f"degree: expected a non-negative int, got {self.degree}")
+        object.__setattr__(self, "finite", _readonly(fin))
+        object.__setattr__(self, "essential", _readonly(ess))
+        object.__setattr__(self, "degree", int(self.degree))
+
+    @classmethod
+    def from_array(cls, dgm, degree: int) -> Diagram:
+        """Build a :class:`Diagram` from ``(n, 2)`` rows, deaths possibly ``inf``.
+
+        Parameters
+        ----------
+        dgm : array_like of shape (n, 2)
+            Validated with :func:`check_diagram`.
+        degree : int
+            Homological degree.
+
+        Returns
+        -------
+        Diagram
+
+        Examples
+        --------
+        >>> Diagram.from_array([[0.2, 0.7]], degree=1).finite
+        array([[0.2, 0.7]])
+        """
+        arr = check_diagram(dgm, name="dgm")
+        ess = np.isinf(arr[:, 1])
+        return cls(finite=arr[~ess], essential=arr[ess, 0], degree=degree)
+
+    @property
+    def array(self) -> np.ndarray:
+        """ndarray of shape (n + k, 2): finite points, then ``(birth, inf)`` rows."""
+        ess = np.column_stack([self.essential, np.full(self.essential.shape, np.inf)])
+        return np.concatenate([self.finite, ess.reshape(-1, 2)], axis=0)
+
+    def __len__(self) -> int:
+        return int(self.finite.shape[0] + self.essential.shape[0])
+
+    def __repr__(self) -> str:
+        return (
+            f"Diagram(degree={self.degree}, n_finite={self.finite.shape[0]}, "
+            f"n_essential={self.essential.shape[0]})"
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class RipsDiagrams:
+    """Vietoris--Rips diagrams of one point cloud, with their conventions.
+
+    Attributes
+    ----------
+    degrees : tuple of int
+        The homological degrees computed, increasing.
+    diagrams : tuple of Diagram
+        One diagram per entry of ``degrees``, same order.
+    n_points : int
+        Number of points of the input cloud.
+    r_cover : float
+        Covering radius of the points used, in activation units:
+        :math:`\\max_{x \\in X} \\min_{s \\in S} \\|x - s\\|_2` for the kept subset
+        :math:`S`; ``0.0`` when every point is used. The bottleneck distance
+        between the diagrams of :math:`S` and of the full cloud is at most
+        ``2 * r_cover`` in every degree.
+    idx_perm : ndarray of shape (n_perm,) or None
+        Indices (into the input cloud) of the points kept by greedy
+        permutation, in insertion order; ``None`` when every point is used.
+    filtration : str
+        The filtration convention, :data:`FILTRATION`.
+
+    Examples
+    --------
+    >>> res = rips_diagrams([[0.0, 0.0], [3.0, 4.0]])
+    >>> res[0].array, len(res[1])
+    (array([[ 0.,  5.],
+           [ 0., inf]]), 0)
+    """
+
+    degrees: tuple[int, ...]
+    diagrams: tuple[Diagram, ...]
+    n_points: int
+    r_cover: float = 0.0
+    idx_perm: np.ndarray | None = None
+    filtration: str = field(default=FILTRATION)
+
+    def __getitem__(self, degree: int) -> Diagram:
+        """The :class:`Diagram` of homological degree ``degree``."""
+        try:
+            return self.diagrams[self.degrees.index(degree)]
+        except ValueError:
+            raise KeyError(
+                f"degree {degree!r} was not computed; computed degrees: {self.degrees}"
+            ) from None
+
+    @property
+    def subsampled(self) -> bool:
+        """True when a greedy subsample (``n_perm``) replaced the full cloud."""
+        return self.idx_perm is not None
+
+    def as_dict(self) -> dict[int, np.ndarray]:
+        """``{degree: (n, 2) array with inf deaths}`` for every computed degree."""
+        return {k: d.array for k, d in zip(self.degrees, self.diagrams, strict=True)}
+
+
+def _check_points(points) -> np.ndarray:
+    try:
+        X = np.array(points, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"points: expected a numeric array of shape (m, d), got {type(points).__name__} "
+            f"that does not convert to float64 ({exc}); flatten each sample's activations "
+            f"into one row"
+        ) from None
+    if X.ndim != 2:
+        raise ValueError(
+            f"points: expected a 2-d array of shape (m, d) (one row per sample), got "
+            f"{X.ndim}-d array of shape {X.shape}; flatten each sample, e.g. "
+            f"points.reshape(len(points), -1)"
+        )
+    if X.shape[0] < 2:
+        raise ValueError(
+            f"points: expected at least 2 points (rows), got shape {X.shape}; a persistence "
+            f"diagram of fewer than 2 points carries no distance information"
+        )
+    if X.shape[1] < 1:
+        raise ValueError(f"points: expected at least 1 coordinate per point, got shape {X.shape}")
+    if not np.isfinite(X).all():
+        bad = ~np.isfinite(X)
+        row = int(np.flatnonzero(bad.any(axis=1))[0])
+        kind = "NaN" if np.isnan(X[row]).any() else "inf"
+        raise ValueError(
+            f"points: expected finite coordinates, got {kind} in row {row} "
+            f"({int(bad.any(axis=1).sum())} bad rows of {X.shape[0]}); drop or repair "
+            f"these samples (a diverged activation?) before computing diagrams"
+        )
+    return X
+
+
+def _check_degrees(degrees) -> tuple[int, ...]:
+    if isinstance(degrees, numbers.Integral) and not isinstance(degrees, bool):
+        degrees = (degrees,)
+    try:
+        degs = tuple(degrees)
+    except TypeError:
+        raise ValueError(
+            f"degrees: expected a sequence of non-negative ints such as (0, 1), got {degrees!r}"
+        ) from None
+    if not degs:
+        raise ValueError("degrees: expected at least one degree, got an empty sequence")
+    for k in degs:
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 0:
+            raise ValueError(f"degrees: expected non-negative ints such as (0, 1), got {degs!r}")
+    if len(set(degs)) != len(degs):
+        raise ValueError(f"degrees: expected distinct degrees, got {degs!r}")
+    return tuple(sorted(int(k) for k in degs))
+
+
+def _snap(values: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Replace ripser's float32-rounded values by the nearest exact float64 distance.
+
+    ``table`` is sorted and contains 0 and every pairwise distance. A value is
+    replaced only when the nearest entry lies within float32 rounding of it.
+    """
+    fin = np.isfinite(values)
+    if not fin.any():
+        return values
+    out = values.copy()
+    values = values[fin]
+    pos = np.clip(np.searchsorted(table, values), 1, len(table) - 1)
+    lo, hi = table[pos - 1], table[pos]
+    near = np.where(np.abs(values - lo) <= np.abs(hi - values), lo, hi)
+    tol = 4.0 * np.abs(values) * np.finfo(np.float32).eps + np.finfo(np.float64).tiny
+    out[fin] = np.where(np.abs(near - values) <= tol, near, values)
+    return out
+
+
+def rips_diagrams(points, degrees=(0, 1), n_perm: int | None = None) -> RipsDiagrams:
+    r"""Vietoris--Rips persistence diagrams of a point cloud.
+
+    Parameters
+    ----------
+    points : array_like of shape (m, d)
+        One row per sample (for a layer: the flattened activations
+        :math:`\operatorname{vec}(h_\ell(x_i))`), Euclidean metric, in
+        activation units. ``m >= 2``. Duplicate rows are valid.
+    degrees : sequence of int, default=(0, 1)
+        Homological degrees to compute (0: components, 1: loops, ...).
+    n_perm : int or None, default=None
+        If given, compute the diagrams of the first ``n_perm`` points of a
+        greedy (furthest-point) permutation of the cloud, starting at row 0
+        (ripser's ``n_perm``), and report its covering radius. ``n_perm >= m``
+        uses every point (covering radius 0).
+
+    Returns
+    -------
+    RipsDiagrams
+        Per degree a :class:`Diagram` with finite and essential points apart,
+        plus the filtration convention, ``r_cover`` and ``idx_perm``.
+
+    Raises
+    ------
+    ValueError
+        If ``points`` is not a 2-d numeric array, has fewer than 2 rows or a
+        NaN/inf coordinate; if ``degrees`` is not a non-empty sequence of
+        distinct non-negative ints; if ``n_perm`` is not an int ``>= 2``.
+
+    Notes
+    -----
+    The filtration is :math:`\operatorname{Rips}_r(P) = \{\sigma \subseteq P :
+    \operatorname{diam}\sigma \le r\}`, computed to full threshold, so degree 0
+    has exactly one essential point (birth 0) and higher degrees none.
+
+    *Exact values.* ripser computes in float32. Every birth and death of a
+    Rips filtration is the diameter of a simplex, that is 0 or a pairwise
+    distance, so each value returned by ripser is replaced by the nearest
+    float64 pairwise distance (computed here with
+    :func:`scipy.spatial.distance.pdist`). The values are therefore exact
+    float64 distances, except where two distinct distances share one float32
+    rounding (then within one float32 ulp). Bars shorter than one float32 ulp
+    may be missing, as in ripser.
+
+    *Small clouds.* Two points are handled without calling ripser: degree 0
+    is :math:`\{(0, \|x_1 - x_2\|)\}` (empty if the points coincide) plus the
+    essential point, higher degrees are empty.
+
+    *Subsampling.* With ``n_perm`` the diagrams are those of the kept subset
+    :math:`S`. Since :math:`d_{GH}(S, X) \le r_{cover}` and Rips diagrams are
+    :math:`2 d_{GH}`-stable [3]_, :math:`W_{\infty,\infty}(\mathrm{Dgm}_k(S),
+    \mathrm{Dgm}_k(X)) \le 2\, r_{cover}` in every degree ``k``.
+
+    ripser's warning about clouds with more columns than rows (the normal case
+    for activations) is silenced here, and only that warning.
+
+    References
+    ----------
+    .. [1] B. Chen, arXiv:2410.17628 (TopoLip).
+    .. [2] C. Tralie, N. Saul, R. Bar-On, "Ripser.py: A Lean Persistent
+       Homology Library for Python", JOSS 3(29) 925 (2018).
+    .. [3] F. Chazal, V. de Silva, S. Oudot, "Persistence stability for
+       geometric complexes", Geom. Dedicata 173 (2014).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = 2 * np.pi * np.arange(12) / 12
+    >>> res = rips_diagrams(np.c_[np.cos(t), np.sin(t)])
+    >>> res[0].essential, res[1].finite.round(4)
+    (array([0.]), array([[0.5176, 1.7321]]))
+    >>> res.r_cover, res.idx_perm is None
+    (0.0, True)
+    """
+    X = _check_points(points)
+    degs = _check_degrees(degrees)
+    m = n_points = X.shape[0]
+    if n_perm is not None:
+        if isinstance(n_perm, bool) or not isinstance(n_perm, numbers.Integral):
+            raise ValueError(f"n_perm: expected None or an int >= 2, got {n_perm!r}")
+        if n_perm < 2:
+            raise ValueError(
+                f"n_perm: expected None or an int >= 2, got {n_perm}; use None to keep every point"
+            )
+
+    from scipy.spatial.distance import pdist, squareform
+
+    dists = pdist(X)  # float64, exact up to rounding of the Euclidean norm
+    r_cover = 0.0
+    idx_perm = None
+    if n_perm is not None and n_perm < m:
+        from ripser.ripser import get_greedy_perm
+
+        D = squareform(dists)
+        idx, lambdas, _ = get_greedy_perm(D, n_perm=int(n_perm), distance_matrix=True)
+        idx_perm = np.asarray(idx, dtype=np.int64)
+        idx_perm.setflags(write=False)
+        r_cover = float(lambdas[-1])  # max_x min_{s in S} |x - s|
+        X = X[idx_perm]
+        dists = pdist(X)
+        m = X.shape[0]
+
+    maxdim = max(degs)
+    if m == 2:
+        d = float(dists[0])
+        raw = [np.array([[0.0, d], [0.0, np.inf]]) if d > 0 else np.array([[0.0, np.inf]])]
+        raw += [np.empty((0, 2))] * maxdim
+    else:
+        import ripser
+
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_RIPSER_WIDE_WARNING, category=UserWarning)
+            res = ripser.ripser(squareform(dists), maxdim=maxdim, distance_matrix=True)
+        raw = [np.asarray(g, dtype=np.float64).reshape(-1, 2) for g in res["dgms"]]
+        table = np.unique(np.concatenate([[0.0], dists]))
+        raw = [np.column_stack([_snap(g[:, 0], table), _snap(g[:, 1], table)]) for g in raw]
+
+    out = []
+    for k in degs:
+        g = raw[k] if k < len(raw) else np.empty((0, 2))
+        ess = np.isinf(g[:, 1])
+        fin = g[~ess]
+        fin = fin[np.lexsort((fin[:, 1], fin[:, 0]))] if len(fin) else fin
+        out.append(Diagram(finite=fin, essential=g[ess, 0], degree=k))
+    if not math.isfinite(r_cover):  # pragma: no cover - defensive
+        raise RuntimeError(f"covering radius is not finite: {r_cover}")
+    return RipsDiagrams(
+        degrees=degs,
+        diagrams=tuple(out),
+        n_points=int(n_points),
+        r_cover=r_cover,
+        idx_perm=idx_perm,
+    )
