@@ -64,11 +64,11 @@ for arch in archs:
         histories += [{"arch": arch, "seed": seed, **h} for h in result.history]
 
 models = pd.DataFrame(rows)
-write_table(models, Path(results_dir) / "tables" / "models.csv",
+_ = write_table(models, Path(results_dir) / "tables" / "models.csv",
             {"dataset": dataset, "n_train": n_train, "n_test": n_test, "split_seed": split_seed,
              "archs": archs, "vit": vit, "resnet": resnet, "seeds": seeds, "epochs": epochs,
              "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay})
-write_table(pd.DataFrame(histories), Path(results_dir) / "tables" / "training.csv")
+_ = write_table(pd.DataFrame(histories), Path(results_dir) / "tables" / "training.csv")
 
 # %% [markdown]
 # ## Clean test accuracy

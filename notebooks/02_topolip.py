@@ -65,11 +65,11 @@ for row in models.itertuples():
 import pandas as pd
 
 table = pd.concat(parts, ignore_index=True)
-write_table(table, tables / "topolip.csv",
+_ = write_table(table, tables / "topolip.csv",
             {"dataset": dataset, "n_points": n_points, "perturbations": perturbations,
              "degrees": degrees, "p": p, "q": q, "n_perm": n_perm})
 summaries = model_summaries(table)
-write_table(summaries, tables / "topolip_summary.csv")
+_ = write_table(summaries, tables / "topolip_summary.csv")
 
 # %% [markdown]
 # ## Per-layer values

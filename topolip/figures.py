@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -53,6 +54,9 @@ def plot_topolip_by_layer(table: pd.DataFrame, *, hue: str = "arch") -> plt.Figu
                          errorbar="sd", ax=ax, legend=(i == 0 and j == 0))
             ax.axhline(1.0, color="0.4", ls="--", lw=1)
             ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
+            ax.yaxis.set_minor_formatter(mticker.FormatStrFormatter("%g"))
+            ax.tick_params(axis="y", which="minor", labelsize=7)
             ax.set_title(f"{kind} (strength {strength:g}): {title} TopoLip")
             ax.set_xlabel("probe depth ℓ (1 = first probe after the input)")
             ax.set_ylabel("TopoLip$_\\ell$ = Δ$_\\ell$ / Δ$_{\\ell-1}$")

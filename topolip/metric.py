@@ -160,9 +160,15 @@ def topological_displacement(clean: np.ndarray, perturbed: np.ndarray,
 
     Examples
     --------
+    A unit square against the square of side 2. H0: three bars (0, 1) against (0, 2), each
+    moved by 1 in l_inf; H1: the 4-cycle (1, √2) against (2, 2√2), cheaper through the
+    diagonal, (√2 - 1)/2 + (√2 - 1) = 0.62132:
+
     >>> square = np.array([[0.0, 0], [1, 0], [1, 1], [0, 1]])
-    >>> round(topological_displacement(square, 2 * square), 6)
+    >>> round(topological_displacement(square, 2 * square, DistanceSpec(degrees=(0,))), 6)
     3.0
+    >>> round(topological_displacement(square, 2 * square), 5)
+    3.62132
     """
     a = rips_diagrams(_check_cloud(clean, "clean"), degrees=spec.degrees, n_perm=n_perm)
     b = rips_diagrams(_check_cloud(perturbed, "perturbed"), degrees=spec.degrees, n_perm=n_perm)

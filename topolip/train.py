@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 from torch import nn
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .data import ImageSplit
 from .io import atomic_write
