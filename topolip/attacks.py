@@ -1,0 +1,436 @@
+r"""Adversarial attacks (FGSM, PGD; L∞) through torchattacks, and one dispatcher for every
+perturbation the experiments use: attacks, random-sign noise and the common corruptions.
+
+Units: images are ``(N, C, H, W)`` tensors with pixels in [0, 1]; the budget ``eps`` is an L∞
+radius in the same pixel units (``8/255`` is CIFAR-10's customary value, ``0.1``-``0.3`` MNIST's).
+Every function returns a new tensor on the input's device with its dtype; the model runs on its
+own device (that of its first parameter), in eval mode, and each submodule's train/eval flag is
+restored afterwards, also when the attack raises.
+
+The model is wrapped so that torchattacks sees a plain ``nn.Module`` from images in [0, 1] to
+logits ``(N, K)``: the project's models take [0, 1] pixels directly (no normalization layer to
+undo), and a model returning a tuple contributes its first element.
+
+References
+----------
+.. [1] I. J. Goodfellow, J. Shlens, C. Szegedy, "Explaining and Harnessing Adversarial
+   Examples", ICLR 2015, arXiv:1412.6572.
+.. [2] A. Madry, A. Makelov, L. Schmidt, D. Tsipras, A. Vladu, "Towards Deep Learning Models
+   Resistant to Adversarial Attacks", ICLR 2018, arXiv:1706.06083.
+.. [3] H. Kim, "Torchattacks: A PyTorch Repository for Adversarial Attacks", arXiv:2010.01950.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import torch
+import torchattacks
+from torch import nn
+
+from .corruptions import CORRUPTIONS, corrupt
+
+__all__ = ["ATTACKS", "PERTURBATIONS", "fgsm", "perturb", "pgd", "random_sign"]
+
+#: Gradient attacks, run through torchattacks.
+ATTACKS: tuple[str, ...] = ("fgsm", "pgd")
+
+#: Every kind :func:`perturb` takes, with the name of its strength parameter.
+PERTURBATIONS: dict[str, str] = {
+    "fgsm": "eps",
+    "pgd": "eps",
+    "random_sign": "eps",
+    **{kind: "severity" for kind in CORRUPTIONS},
+}
+
+
+def fgsm(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float, *,
+         batch_size: int = 256) -> torch.Tensor:
+    r"""Fast gradient sign method (Goodfellow et al. 2015): one L∞ step of size ``eps``.
+
+    .. math::
+        \tilde x = \mathrm{clip}_{[0, 1]}\bigl(x + \varepsilon\,
+        \mathrm{sign}\,\nabla_x \mathcal{L}_{\mathrm{CE}}(f(x), y)\bigr)
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Classifier from images in [0, 1] to logits ``(N, K)``; run in eval mode on its device.
+    x : torch.Tensor of shape (N, C, H, W), floating point
+        Clean images, pixels in [0, 1].
+    y : torch.Tensor of shape (N,), integer
+        True labels in ``0 .. K-1``.
+    eps : float
+        L∞ budget in pixel units, in [0, 1]; 0 returns a copy of ``x`` without running the model.
+    batch_size : int, default=256
+        Samples per forward/backward pass (memory only: the result depends on it only through
+        float rounding, which can flip the sign of a gradient entry that is 0 up to rounding).
+
+    Returns
+    -------
+    torch.Tensor of shape (N, C, H, W)
+        Adversarial images on ``x``'s device, dtype of ``x``; ``|x̃ - x| <= eps`` and
+        ``0 <= x̃ <= 1`` elementwise.
+
+    Raises
+    ------
+    ValueError
+        If ``eps`` is negative, above 1 or not finite; ``x`` is not a non-empty floating
+        (N, C, H, W) tensor, holds NaN/inf or pixels outside [0, 1]; ``y`` is not N integer
+        labels within the model's K logits; or the model cannot take ``x``'s shape.
+
+    See Also
+    --------
+    pgd : the iterated, projected version (stronger for the same ``eps``).
+
+    References
+    ----------
+    .. [1] I. J. Goodfellow, J. Shlens, C. Szegedy, "Explaining and Harnessing Adversarial
+       Examples", ICLR 2015, arXiv:1412.6572.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
+    >>> x, y = torch.rand(5, 1, 2, 2), torch.tensor([0, 1, 2, 0, 1])
+    >>> adv = fgsm(model, x, y, eps=0.1)
+    >>> bool((adv - x).abs().max() <= 0.1 + 1e-6), bool(torch.equal(fgsm(model, x, y, 0.0), x))
+    (True, True)
+    """
+    eps = _check_eps(eps)
+    _check_batch_size(batch_size)
+    _check_inputs(model, x, y)
+    if eps == 0.0:
+        return x.detach().clone()
+    return _run_attack(model, x, y, lambda m: torchattacks.FGSM(m, eps=eps), batch_size)
+
+
+def pgd(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float, *,
+        alpha: float | None = None, steps: int = 10, random_start: bool = True, seed: int = 0,
+        batch_size: int = 256) -> torch.Tensor:
+    r"""Projected gradient descent in the L∞ ball (Madry et al. 2018), through torchattacks.
+
+    .. math::
+        x^{0} = \mathrm{clip}_{[0,1]}(x + u),\ u \sim U[-\varepsilon, \varepsilon]^{d};\quad
+        x^{t+1} = \Pi_{B_\infty(x, \varepsilon) \cap [0, 1]^d}\bigl(x^{t} + \alpha\,
+        \mathrm{sign}\,\nabla_x \mathcal{L}_{\mathrm{CE}}(f(x^{t}), y)\bigr)
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Classifier from images in [0, 1] to logits ``(N, K)``; run in eval mode on its device.
+    x : torch.Tensor of shape (N, C, H, W), floating point
+        Clean images, pixels in [0, 1].
+    y : torch.Tensor of shape (N,), integer
+        True labels in ``0 .. K-1``.
+    eps : float
+        L∞ budget in pixel units, in [0, 1]; 0 returns a copy of ``x`` without running the model.
+    alpha : float, optional
+        Step size in pixel units; default ``2.5 * eps / steps`` (Madry et al.'s rule, enough to
+        reach the ball's boundary from any start).
+    steps : int, default=10
+        Number of gradient steps (at least 1).
+    random_start : bool, default=True
+        Start from a uniform random point of the ball (Madry et al.); else from ``x``.
+    seed : int, default=0
+        Seed of the random start. The global RNG state is saved and restored around the call.
+    batch_size : int, default=256
+        Samples per forward/backward pass.
+
+    Returns
+    -------
+    torch.Tensor of shape (N, C, H, W)
+        Adversarial images on ``x``'s device, dtype of ``x``; ``|x̃ - x| <= eps`` and
+        ``0 <= x̃ <= 1`` elementwise.
+
+    Raises
+    ------
+    ValueError
+        As :func:`fgsm`, and if ``alpha`` is not positive and finite or ``steps`` is not a
+        positive integer.
+
+    Notes
+    -----
+    The result is deterministic for the same seed, ``batch_size`` and device: torchattacks draws
+    the random start from the global RNG of the model's device, batch after batch, which this
+    function seeds inside :func:`torch.random.fork_rng`. CUDA's convolution backward may add
+    run-to-run noise unless ``torch.use_deterministic_algorithms(True)`` is set.
+
+    References
+    ----------
+    .. [1] A. Madry, A. Makelov, L. Schmidt, D. Tsipras, A. Vladu, "Towards Deep Learning Models
+       Resistant to Adversarial Attacks", ICLR 2018, arXiv:1706.06083.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
+    >>> x, y = torch.rand(5, 1, 2, 2), torch.tensor([0, 1, 2, 0, 1])
+    >>> adv = pgd(model, x, y, eps=0.1, steps=5, seed=1)
+    >>> bool((adv - x).abs().max() <= 0.1 + 1e-6), bool(torch.equal(adv, pgd(model, x, y, 0.1, steps=5, seed=1)))
+    (True, True)
+    """
+    eps = _check_eps(eps)
+    _check_batch_size(batch_size)
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
+        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    if alpha is None:
+        alpha = 2.5 * eps / steps
+    elif isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not (
+            math.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"alpha (PGD step, pixel units) must be positive and finite, got {alpha!r}")
+    _check_inputs(model, x, y)
+    if eps == 0.0:
+        return x.detach().clone()
+    device = _model_device(model)
+    devices = [device] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(int(seed))
+        return _run_attack(
+            model, x, y,
+            lambda m: torchattacks.PGD(m, eps=eps, alpha=float(alpha), steps=int(steps),
+                                       random_start=bool(random_start)),
+            batch_size,
+        )
+
+
+def random_sign(x: torch.Tensor, eps: float, *, seed: int = 0) -> torch.Tensor:
+    r"""Random-sign noise of L∞ size ``eps``: the non-adversarial control for FGSM.
+
+    .. math::
+        \tilde x = \mathrm{clip}_{[0, 1]}(x + \varepsilon s), \quad
+        s \sim \mathrm{Uniform}\{-1, +1\}^{d}
+
+    Every pixel moves by ``eps`` (before clipping) like FGSM's, but in a random direction.
+
+    Parameters
+    ----------
+    x : torch.Tensor of shape (N, C, H, W), floating point
+        Images, pixels in [0, 1].
+    eps : float
+        L∞ size in pixel units, in [0, 1].
+    seed : int, default=0
+        Seed of the signs (drawn on the CPU, so the result does not depend on the device).
+
+    Returns
+    -------
+    torch.Tensor of shape (N, C, H, W)
+        On ``x``'s device, dtype of ``x``, in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        If ``eps`` is not in [0, 1] or ``x`` is not a floating (N, C, H, W) tensor in [0, 1].
+
+    Examples
+    --------
+    >>> x = torch.full((2, 1, 2, 2), 0.5)
+    >>> d = random_sign(x, 0.1, seed=0) - x
+    >>> bool(torch.allclose(d.abs(), torch.tensor(0.1))), bool(torch.equal(d, random_sign(x, 0.1, seed=0) - x))
+    (True, True)
+    """
+    eps = _check_eps(eps)
+    _check_images(x)
+    gen = torch.Generator().manual_seed(int(seed))
+    signs = torch.randint(0, 2, x.shape, generator=gen).to(x.dtype) * 2 - 1
+    return (x.detach() + eps * signs.to(x.device)).clamp(0.0, 1.0)
+
+
+def perturb(kind: str, model: nn.Module | None, x: torch.Tensor, y: torch.Tensor | None, *,
+            eps: float | None = None, severity: int | None = None, seed: int = 0,
+            **options) -> torch.Tensor:
+    """Perturb ``x`` with any kind of :data:`PERTURBATIONS`: one call for the notebooks.
+
+    Parameters
+    ----------
+    kind : str
+        ``"fgsm"``, ``"pgd"``, ``"random_sign"`` (strength ``eps``) or a corruption of
+        :data:`topolip.corruptions.CORRUPTIONS` (strength ``severity``).
+    model : torch.nn.Module or None
+        The attacked classifier; needed by the attacks only.
+    x : torch.Tensor of shape (N, C, H, W), floating point
+        Clean images, pixels in [0, 1].
+    y : torch.Tensor of shape (N,) or None
+        True labels; needed by the attacks only.
+    eps : float, optional
+        L∞ budget in pixel units for ``fgsm``, ``pgd`` and ``random_sign``.
+    severity : int, optional
+        0..5 for the corruptions (see :data:`topolip.corruptions.SEVERITIES`).
+    seed : int, default=0
+        Seed of the PGD random start, the random signs or the corruption.
+    **options
+        Further keywords of :func:`fgsm` / :func:`pgd` (``batch_size``, ``alpha``, ``steps``,
+        ``random_start``).
+
+    Returns
+    -------
+    torch.Tensor of shape (N, C, H, W)
+        The perturbed images, pixels in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        If ``kind`` is unknown, its strength parameter is missing, the other one is given, an
+        attack lacks ``model`` or ``y``, an option does not apply, or the called function raises.
+
+    References
+    ----------
+    .. [1] I. J. Goodfellow, J. Shlens, C. Szegedy, arXiv:1412.6572 (FGSM).
+    .. [2] A. Madry et al., arXiv:1706.06083 (PGD).
+    .. [3] D. Hendrycks, T. Dietterich, arXiv:1903.12261 (corruptions).
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
+    >>> x, y = torch.rand(5, 1, 2, 2), torch.tensor([0, 1, 2, 0, 1])
+    >>> perturb("pgd", model, x, y, eps=0.05, seed=0, steps=3).shape
+    torch.Size([5, 1, 2, 2])
+    >>> bool(torch.equal(perturb("contrast", None, x, None, severity=0), x))
+    True
+    >>> perturb("gaussian_blur", None, x, None, eps=0.1)
+    Traceback (most recent call last):
+    ...
+    ValueError: perturbation 'gaussian_blur' takes severity=..., not eps
+    """
+    if kind not in PERTURBATIONS:
+        raise ValueError(f"unknown perturbation {kind!r}; known: {list(PERTURBATIONS)}")
+    param = PERTURBATIONS[kind]
+    given, other = (eps, severity) if param == "eps" else (severity, eps)
+    other_name = "severity" if param == "eps" else "eps"
+    if other is not None:
+        raise ValueError(f"perturbation {kind!r} takes {param}=..., not {other_name}")
+    if given is None:
+        raise ValueError(f"perturbation {kind!r} needs {param}=...")
+    allowed = {"fgsm": {"batch_size"},
+               "pgd": {"batch_size", "alpha", "steps", "random_start"}}.get(kind, set())
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise ValueError(f"perturbation {kind!r} takes no option(s) {unknown}; "
+                         f"it takes {sorted(allowed) or 'none'}")
+    if kind in ATTACKS and (model is None or y is None):
+        raise ValueError(f"attack {kind!r} needs the model and the labels y")
+    if kind == "fgsm":
+        return fgsm(model, x, y, eps, **options)
+    if kind == "pgd":
+        return pgd(model, x, y, eps, seed=seed, **options)
+    if kind == "random_sign":
+        return random_sign(x, eps, seed=seed)
+    return corrupt(x, kind, severity, seed=seed)
+
+
+class _Logits(nn.Module):
+    """What torchattacks attacks: images in [0, 1] ``(N, C, H, W)`` to logits ``(N, K)``."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.model(x)
+        return out[0] if isinstance(out, tuple | list) else out
+
+
+@contextmanager
+def _eval_mode(model: nn.Module) -> Iterator[None]:
+    """Eval mode inside; every submodule's own train/eval flag restored on exit."""
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        yield
+    finally:
+        for m, training in modes:
+            m.training = training
+
+
+def _run_attack(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                make: Callable[[nn.Module], torchattacks.attack.Attack],
+                batch_size: int) -> torch.Tensor:
+    device = _model_device(model)
+    dtype = next(model.parameters()).dtype
+    wrapped = _Logits(model)
+    out = torch.empty_like(x, device=x.device)
+    with _eval_mode(model), torch.enable_grad():
+        attack = make(wrapped)
+        for start in range(0, x.shape[0], batch_size):
+            sl = slice(start, start + batch_size)
+            xb = x[sl].detach().to(device, dtype)
+            yb = y[sl].detach().to(device, torch.long)
+            out[sl] = attack(xb, yb).detach().to(x.device, x.dtype)
+    return out
+
+
+def _model_device(model: nn.Module) -> torch.device:
+    try:
+        return next(model.parameters()).device
+    except StopIteration:
+        raise ValueError("the model has no parameters; attacks need a differentiable classifier "
+                         "with parameters (their device is where the attack runs)") from None
+
+
+def _check_eps(eps: float) -> float:
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not math.isfinite(eps):
+        raise ValueError(f"eps must be a finite number in [0, 1] (pixel units), got {eps!r}")
+    if eps < 0:
+        raise ValueError(f"eps must be >= 0 (an L-inf radius in pixel units), got {eps}")
+    if eps > 1:
+        raise ValueError(f"eps={eps} exceeds 1, the whole pixel range: eps is in pixel units of "
+                         "images in [0, 1] (write 8/255, not 8)")
+    return float(eps)
+
+
+def _check_batch_size(batch_size: int) -> None:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) \
+            or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+
+
+def _check_images(x: torch.Tensor) -> None:
+    if not isinstance(x, torch.Tensor) or x.ndim != 4 or not x.is_floating_point() \
+            or x.shape[0] == 0:
+        got = (f"{x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor)
+               else type(x).__name__)
+        raise ValueError(
+            f"x must be a non-empty floating (N, C, H, W) tensor of images in [0, 1], got {got}"
+        )
+    if not torch.isfinite(x).all():
+        raise ValueError("x holds NaN or inf pixels; images must be finite with pixels in [0, 1]")
+    lo, hi = float(x.min()), float(x.max())
+    if lo < 0 or hi > 1:
+        raise ValueError(f"x has pixels in [{lo:.4g}, {hi:.4g}], outside [0, 1]; attacks take "
+                         "unnormalized images in [0, 1] (divide uint8 by 255, undo any "
+                         "mean/std normalization and put it inside the model)")
+
+
+def _check_inputs(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> int:
+    """Validate images and labels against the model; return its number of logits K."""
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    _check_images(x)
+    if not isinstance(y, torch.Tensor) or y.ndim != 1 or y.is_floating_point() \
+            or y.dtype == torch.bool:
+        got = (f"{y.dtype} tensor of shape {tuple(y.shape)}" if isinstance(y, torch.Tensor)
+               else type(y).__name__)
+        raise ValueError(f"y must be a 1-D integer tensor of labels, got {got}")
+    if len(y) != len(x):
+        raise ValueError(f"x has {len(x)} images but y has {len(y)} labels")
+    device = _model_device(model)
+    dtype = next(model.parameters()).dtype
+    with _eval_mode(model), torch.no_grad():
+        try:
+            logits = _Logits(model)(x[:1].to(device, dtype))
+        except RuntimeError as err:
+            raise ValueError(
+                f"the model cannot take images of shape {tuple(x.shape[1:])} (C, H, W): {err}"
+            ) from err
+    if not isinstance(logits, torch.Tensor) or logits.ndim != 2:
+        shape = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
+        raise ValueError(f"the model must return logits of shape (N, K), got {shape}")
+    k = logits.shape[1]
+    if int(y.min()) < 0 or int(y.max()) >= k:
+        raise ValueError(f"labels must be in 0..{k - 1} (the model has {k} logits), got "
+                         f"labels in {int(y.min())}..{int(y.max())}")
+    return k
