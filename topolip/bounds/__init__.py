@@ -1,0 +1,59 @@
+"""Lipschitz bounds for every probed layer, and their empirical check (DESIGN.md section 2).
+
+Public entry points:
+
+- :func:`lipschitz_bound` ``(module, inputs) -> float``: a certified upper bound on the
+  Lipschitz constant of a supported module (Euclidean norm of the flattened sample), global where
+  one exists, local around the observed ``inputs`` where it does not (LayerNorm, dot-product
+  attention);
+- :func:`lipschitz_estimate` ``(module, inputs) -> float``: the empirical local constant, a
+  lower bound (power iteration on ``JᵀJ`` with ``torch.func``);
+- :func:`layer_bounds` ``(model, x[, x_tilde]) -> DataFrame``: both, per probe point of a model
+  built by :func:`topolip.models.build_model`, with the chained product and the certified
+  displacement chain ``ε_ℓ ≤ Lip(f_ℓ) ε_{ℓ−1}``.
+
+The formulas, derivations and sources are in the docstrings of the per-concept modules
+(:mod:`.conv`, :mod:`.norms`, :mod:`.activations`, :mod:`.attention`, :mod:`.pooling`) and in
+the theory notebook ``notebooks/00_theory.py``.
+"""
+
+from .activations import GELU_LIPSCHITZ, activation_lipschitz
+from .attention import (
+    L2SelfAttention,
+    dot_product_attention_lipschitz,
+    l2_attention_lipschitz,
+    mha_lipschitz,
+)
+from .blocks import Residual, ViTEmbedding
+from .conv import ConvNormBounds, conv2d_cheap_bound, conv2d_lipschitz, conv2d_norm_bounds
+from .dispatch import lipschitz_bound, supported_types
+from .estimate import lipschitz_estimate
+from .norms import batchnorm_lipschitz, layernorm_lipschitz, layernorm_output_radius
+from .pooling import avgpool_lipschitz, maxpool_lipschitz
+from .segments import BoundViolation, layer_bounds, model_segments
+
+__all__ = [
+    "BoundViolation",
+    "ConvNormBounds",
+    "GELU_LIPSCHITZ",
+    "L2SelfAttention",
+    "Residual",
+    "ViTEmbedding",
+    "activation_lipschitz",
+    "avgpool_lipschitz",
+    "batchnorm_lipschitz",
+    "conv2d_cheap_bound",
+    "conv2d_lipschitz",
+    "conv2d_norm_bounds",
+    "dot_product_attention_lipschitz",
+    "l2_attention_lipschitz",
+    "layer_bounds",
+    "layernorm_lipschitz",
+    "layernorm_output_radius",
+    "lipschitz_bound",
+    "lipschitz_estimate",
+    "maxpool_lipschitz",
+    "mha_lipschitz",
+    "model_segments",
+    "supported_types",
+]
