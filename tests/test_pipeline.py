@@ -8,7 +8,12 @@ import pytest
 
 from topolip.cli import main
 from topolip.pipeline import (
-    ParameterError, apply_overrides, chain, check_parameters, load_profile, run_chain,
+    ParameterError,
+    apply_overrides,
+    chain,
+    check_parameters,
+    load_profile,
+    run_chain,
 )
 from topolip.pipeline.params import parse_override
 

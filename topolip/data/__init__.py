@@ -5,10 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .cifar import CIFAR10_CLASSES, load_cifar10
 from .mnist import load_mnist
+from .ood import OOD_SETS, load_ood
 from .split import ImageSplit, stratified_split
 
-__all__ = ["DATASETS", "ImageSplit", "load_dataset", "load_mnist", "stratified_split"]
+__all__ = [
+    "CIFAR10_CLASSES", "DATASETS", "ImageSplit", "OOD_SETS", "load_cifar10", "load_dataset",
+    "load_mnist", "load_ood", "stratified_split",
+]
 
 DATASETS = ("mnist", "cifar10")
 
@@ -30,7 +35,5 @@ def load_dataset(name: str, *, n_train: int, n_test: int, seed: int = 0,
     if name == "mnist":
         return load_mnist(n_train=n_train, n_test=n_test, seed=seed)
     if name == "cifar10":
-        from .cifar import load_cifar10
-
         return load_cifar10(root, n_train=n_train, n_test=n_test, seed=seed)
     raise ValueError(f"unknown dataset {name!r}; known: {list(DATASETS)}")

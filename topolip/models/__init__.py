@@ -11,13 +11,19 @@ from collections.abc import Callable
 
 from torch import nn
 
+from .plain import attention_stack, conv_stack
 from .probes import collect_activations, probe_labels
 from .resnet import resnet
 from .vit import vit
 
-__all__ = ["ARCHITECTURES", "build_model", "collect_activations", "probe_labels", "resnet", "vit"]
+__all__ = [
+    "ARCHITECTURES", "attention_stack", "build_model", "collect_activations", "conv_stack",
+    "probe_labels", "resnet", "vit",
+]
 
-ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {"vit": vit, "resnet": resnet}
+ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {
+    "vit": vit, "resnet": resnet, "attention_stack": attention_stack, "conv_stack": conv_stack,
+}
 
 
 def build_model(arch: str, **params) -> nn.Module:
