@@ -13,7 +13,9 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = [
     "results_dir=results/tiny", "n_train=300", "n_test=60", "seeds=[0]", "epochs=1",
     "vit.num_layers=2", "vit.hidden_dim=16", "vit.mlp_dim=32", "vit.num_heads=2",
-    "resnet.width=4", "n_points=30",
+    "resnet.width=4", "attention_stack.num_layers=2", "attention_stack.hidden_dim=16",
+    "attention_stack.num_heads=2", "conv_stack.num_layers=2", "conv_stack.channels=8",
+    "n_points=30",
 ]
 
 
@@ -26,7 +28,7 @@ def test_chain_and_book(tmp_path):
     tables = root / "results/tiny/tables"
     topolip = pd.read_csv(tables / "topolip.csv")
     # one row per model, seed, perturbation and layer, with the envelope respected
-    assert set(topolip["arch"]) == {"vit", "resnet"}
+    assert set(topolip["arch"]) == {"vit", "resnet", "attention_stack", "conv_stack"}
     assert set(topolip["perturbation"]) == {"fgsm", "gaussian_noise"}
     assert (topolip["bottleneck"] <= topolip["envelope"] + 1e-5).all()
     assert topolip.loc[topolip["depth"] == 0, "topolip"].isna().all()
