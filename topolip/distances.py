@@ -162,15 +162,18 @@ def _finite_pow_h0(A, B, p, q) -> float:
     gy = _power(c * y, p)
     if len(x) == 0:
         return float(gy.sum())
-    cost = _power(np.abs(x[:, None] - y[None, :]), p)
-    cprime = cost - gx[:, None] - gy[None, :]
+    cprime = _power(np.abs(x[:, None] - y[None, :]), p)
+    cprime -= gx[:, None]
+    cprime -= gy[None, :]
     np.minimum(cprime, 0.0, out=cprime)
     i, j = _h0.h0_matching(x, y, cprime)
+    del cprime
     free_x = np.ones(len(x), bool)
     free_x[i] = False
     free_y = np.ones(len(y), bool)
     free_y[j] = False
-    return float(cost[i, j].sum() + gx[free_x].sum() + gy[free_y].sum())
+    matched = _power(np.abs(x[i] - y[j]), p)
+    return float(matched.sum() + gx[free_x].sum() + gy[free_y].sum())
 
 
 def _finite_pow_assignment(A, B, p, q) -> float:
