@@ -10,7 +10,7 @@ from pathlib import Path
 __all__ = ["SOURCES", "build_book", "stage"]
 
 #: What a book build needs from the repository (tests stage these into a scratch folder).
-SOURCES = ("_config.yml", "_toc.yml", "book", "notebooks", "data/profiles")
+SOURCES = ("_config.yml", "_toc.yml", "book", "notebooks", "data/profiles", "data/claims.yml")
 
 
 def build_book(root: str | Path = ".", *, strict: bool = True) -> Path:
