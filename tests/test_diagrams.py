@@ -165,6 +165,19 @@ def test_subsample_diagrams_within_twice_the_covering_radius(seed):
         assert bottleneck(full[k], sub[k]) <= 2 * sub.r_cover + 1e-12
 
 
+def test_greedy_permutation_is_ripsers():
+    import ripser
+
+    X = np.random.default_rng(8).normal(size=(120, 6))
+    ours = rips_diagrams(X, n_perm=30)
+    theirs = ripser.ripser(X, maxdim=1, n_perm=30)
+    np.testing.assert_array_equal(ours.idx_perm, theirs["idx_perm"])
+    assert ours.r_cover == pytest.approx(theirs["r_cover"], rel=1e-6)
+    np.testing.assert_allclose(
+        ours[1].finite, theirs["dgms"][1][np.lexsort(theirs["dgms"][1].T[::-1])], rtol=2e-7
+    )
+
+
 def test_n_perm_at_least_m_keeps_every_point():
     X = circle(10)
     res = rips_diagrams(X, n_perm=10)

@@ -29,7 +29,6 @@ References
 
 from __future__ import annotations
 
-import math
 import numbers
 import warnings
 from dataclasses import dataclass, field
@@ -374,6 +373,22 @@ def _snap(values: np.ndarray, table: np.ndarray) -> np.ndarray:
     return out
 
 
+def _greedy_permutation(X: np.ndarray, n_perm: int) -> tuple[np.ndarray, float]:
+    """Furthest-point sampling as ripser's ``get_greedy_perm``, in exact float64.
+
+    Starts at row 0 and adds, each time, the point farthest from those kept
+    (first index on ties). Memory O(m), time O(m * n_perm). Returns the kept
+    indices (read-only) and the covering radius max_x min_s |x - s|.
+    """
+    idx = np.zeros(n_perm, dtype=np.int64)
+    ds = np.linalg.norm(X - X[0], axis=1)
+    for i in range(1, n_perm):
+        idx[i] = int(np.argmax(ds))
+        np.minimum(ds, np.linalg.norm(X - X[idx[i]], axis=1), out=ds)
+    idx.setflags(write=False)
+    return idx, float(ds.max())
+
+
 def rips_diagrams(points, degrees=(0, 1), n_perm: int | None = None) -> RipsDiagrams:
     r"""Vietoris--Rips persistence diagrams of a point cloud.
 
@@ -388,8 +403,9 @@ def rips_diagrams(points, degrees=(0, 1), n_perm: int | None = None) -> RipsDiag
     n_perm : int or None, default=None
         If given, compute the diagrams of the first ``n_perm`` points of a
         greedy (furthest-point) permutation of the cloud, starting at row 0
-        (ripser's ``n_perm``), and report its covering radius. ``n_perm >= m``
-        uses every point (covering radius 0).
+        (the permutation of ripser's ``n_perm``, recomputed in float64 with
+        O(m) memory), and report its covering radius. ``n_perm >= m`` uses
+        every point (covering radius 0).
 
     Returns
     -------
@@ -462,20 +478,13 @@ def rips_diagrams(points, degrees=(0, 1), n_perm: int | None = None) -> RipsDiag
 
     from scipy.spatial.distance import pdist, squareform
 
-    dists = pdist(X)  # float64, exact up to rounding of the Euclidean norm
     r_cover = 0.0
     idx_perm = None
     if n_perm is not None and n_perm < m:
-        from ripser.ripser import get_greedy_perm
-
-        D = squareform(dists)
-        idx, lambdas, _ = get_greedy_perm(D, n_perm=int(n_perm), distance_matrix=True)
-        idx_perm = np.asarray(idx, dtype=np.int64)
-        idx_perm.setflags(write=False)
-        r_cover = float(lambdas[-1])  # max_x min_{s in S} |x - s|
+        idx_perm, r_cover = _greedy_permutation(X, int(n_perm))
         X = X[idx_perm]
-        dists = pdist(X)
         m = X.shape[0]
+    dists = pdist(X)  # float64, exact up to rounding of the Euclidean norm
 
     maxdim = max(degs)
     if m == 2:
@@ -499,8 +508,6 @@ def rips_diagrams(points, degrees=(0, 1), n_perm: int | None = None) -> RipsDiag
         fin = g[~ess]
         fin = fin[np.lexsort((fin[:, 1], fin[:, 0]))] if len(fin) else fin
         out.append(Diagram(finite=fin, essential=g[ess, 0], degree=k))
-    if not math.isfinite(r_cover):  # pragma: no cover - defensive
-        raise RuntimeError(f"covering radius is not finite: {r_cover}")
     return RipsDiagrams(
         degrees=degs,
         diagrams=tuple(out),
