@@ -274,7 +274,10 @@ def _finite_pow_pot(A, B, p, q, num_iter_max: int | None = None) -> float:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         G, log = ot.emd(sa, sb, M, numItermax=int(num_iter_max), log=True)
-    msgs = [str(w.message) for w in caught]
+    msgs = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    for w in caught:  # pass on what is not about the solver's result (deprecations, ...)
+        if not issubclass(w.category, UserWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if log.get("warning") is not None or log.get("result_code", 1) != 1 or msgs:
         raise RuntimeError(
             "POT's exact solver (ot.emd) did not certify an optimal plan: "
@@ -428,7 +431,9 @@ def wasserstein(a, b, p: float = 1.0, q: float = math.inf, *, method: str = "aut
     diagonal node per side. The reported value is re-summed from the optimal
     matching's non-negative terms. For degree-0 diagrams (all births 0) the
     optimal matching is monotone in the deaths and an O(n m) dynamic program
-    is exact; see :mod:`topolip._h0` for the proof.
+    is exact; see :mod:`topolip._h0` for the proof. Time and memory are
+    O(n m) for the cost matrix; the assignment solver is superlinear in the
+    number of useful pairs (those with negative reduced cost).
 
     References
     ----------
