@@ -348,6 +348,37 @@ def test_h0_real_diagrams_dp_equals_general():
     assert bottleneck(a, b, method="h0") == bottleneck(a, b, method="assignment")
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    req=st.lists(st.floats(0, 1e3) | st.sampled_from([0.1, 0.3, 1e3 / 3, 7.0]), max_size=12),
+    pool=st.lists(st.floats(0, 1e3) | st.sampled_from([0.2, 0.3, 1e3 / 3 + 1e-13]), max_size=12),
+    pick=st.integers(0, 10_000),
+    nudge=st.sampled_from([-1, 0, 1]),
+)
+def test_h0_windows_are_exact_at_float_boundaries(req, pool, pick, nudge):
+    """The searchsorted windows equal the dense fl(|r - y|) <= t test, t on a boundary."""
+    r, y = np.sort(np.array(req, float)), np.sort(np.array(pool, float))
+    diffs = np.abs(r[:, None] - y[None, :]).ravel()
+    t = float(diffs[pick % len(diffs)]) if len(diffs) else 0.5
+    t = float(np.nextafter(t, math.inf if nudge > 0 else -math.inf)) if nudge else t
+    t = max(t, 0.0)
+    lo, hi = _h0._windows(r, y, t)
+    dense = np.abs(r[:, None] - y[None, :]) <= t
+    assert (hi - lo).tolist() == dense.sum(axis=1).tolist()
+    for k in range(len(r)):
+        if hi[k] > lo[k]:
+            assert dense[k, lo[k] : hi[k]].all()
+
+
+def test_h0_bottleneck_large_diagrams_equal_general():
+    rng = np.random.default_rng(21)
+    x = np.round(rng.exponential(1.0, 400), 3)  # many ties
+    y = np.round(rng.exponential(1.2, 350), 3)
+    a, b = np.c_[np.zeros_like(x), x], np.c_[np.zeros_like(y), y]
+    for q in (1.0, 2.0, INF):
+        assert bottleneck(a, b, q=q, method="h0") == bottleneck(a, b, q=q, method="assignment")
+
+
 def test_h0_monotone_matching_helper():
     x = np.array([1.0, 2.0, 10.0])
     y = np.array([1.1, 9.0])

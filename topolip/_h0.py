@@ -85,31 +85,120 @@ def h0_matching(x: np.ndarray, y: np.ndarray, cprime: np.ndarray) -> tuple[np.nd
     return np.array(mi[::-1], dtype=np.intp), np.array(mj[::-1], dtype=np.intp)
 
 
-def h0_bottleneck_feasible(
-    dist: np.ndarray, need_x: np.ndarray, need_y: np.ndarray, t: float
-) -> bool:
-    r"""Whether a matching of bottleneck cost ``<= t`` exists (sorted deaths).
+def h0_bottleneck(x: np.ndarray, y: np.ndarray, c: float) -> float:
+    r"""Exact bottleneck distance between ``{(0, x_i)}`` and ``{(0, y_j)}``.
 
-    ``dist`` is the ``(n, m)`` array :math:`|x_i - y_j|` for increasing ``x``
-    and ``y``; ``need_x`` / ``need_y`` flag the points whose diagonal cost
-    exceeds ``t`` (they must be matched). By the Mendelsohn--Dulmage theorem a
-    matching covering both flagged sets exists iff one covers the flagged
-    ``x`` and one covers the flagged ``y``. Each point's admissible partners
-    form a contiguous window of the sorted other side (rounding of
-    :math:`|x - y|` is monotone), with window ends increasing along the sorted
-    points, so Hall's condition needs checking on contiguous runs only:
-    for runs :math:`k_1 \le k_2`, :math:`hi_{k_2} - lo_{k_1} \ge k_2 - k_1 + 1`.
+    ``x`` (n,) and ``y`` (m,) are sorted deaths, ``n, m >= 1``; ``c`` is the
+    diagonal factor :math:`c_q`. Time O((n + m) log(n + m)) per tested
+    threshold and O(n + m) memory: no ``(n, m)`` array is formed.
+
+    The answer :math:`t^*` is the smallest candidate (a value
+    :math:`\operatorname{fl}|x_i - y_j|`, :math:`c x_i` or :math:`c y_j`) at
+    which a matching of cost :math:`\le t^*` exists. A threshold :math:`t` is
+    feasible iff the points with :math:`c x > t` can be matched within
+    :math:`t` and so can the points with :math:`c y > t` (Mendelsohn--Dulmage
+    theorem: two such one-sided matchings combine into one). Each point's
+    admissible partners form a contiguous window of the sorted other side
+    (floating-point rounding of :math:`|x - y|` is monotone) whose ends
+    increase along the sorted points, so Hall's condition needs checking on
+    contiguous runs only: :math:`hi_{k_2} - lo_{k_1} \ge k_2 - k_1 + 1` for all
+    :math:`k_1 \le k_2`, one cumulative maximum. Bisection on :math:`t` narrows
+    the interval until few candidates remain, which are then enumerated from
+    the windows and searched exactly.
     """
-    return _covers(dist[need_x] <= t) and _covers((dist[:, need_y] <= t).T)
+    gx, gy = c * x, c * y
+
+    def feasible(t: float) -> bool:
+        return _hall(*_windows(x[gx > t], y, t)) and _hall(*_windows(y[gy > t], x, t))
+
+    def n_pairs(t: float) -> int:
+        lo, hi = _windows(x, y, t)
+        return int((hi - lo).sum())
+
+    def n_diag(a: float, b: float) -> int:
+        return int(((gx > a) & (gx <= b)).sum() + ((gy > a) & (gy <= b)).sum())
+
+    a, b = -1.0, float(max(gx[-1], gy[-1]))  # t* in (a, b]; b (all to the diagonal) feasible
+    pairs_a, pairs_b = 0, n_pairs(b)
+    while pairs_b - pairs_a + n_diag(a, b) > 2048:
+        t = a + (b - a) / 2
+        if not a < t < b:
+            break
+        if feasible(t):
+            b, pairs_b = t, n_pairs(t)
+        else:
+            a, pairs_a = t, n_pairs(t)
+    cand = np.unique(np.concatenate([_pair_values(x, y, a, b), gx, gy]))
+    cand = cand[(cand > a) & (cand <= b)]
+    lo_i, hi_i = 0, len(cand) - 1  # the smallest feasible candidate exists in (a, b]
+    while lo_i < hi_i:
+        mid = (lo_i + hi_i) // 2
+        if feasible(float(cand[mid])):
+            hi_i = mid
+        else:
+            lo_i = mid + 1
+    return float(cand[lo_i])
 
 
-def _covers(ok: np.ndarray) -> bool:
-    if ok.shape[0] == 0:
+def _windows(req: np.ndarray, pool: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray]:
+    """Exact ``[lo, hi)`` of ``pool`` entries with ``fl(|r - pool|) <= t``, per ``r`` in ``req``.
+
+    Both arrays sorted. Positions from ``searchsorted`` are verified at their
+    boundaries with the exact comparison; rows that fail (values within a few
+    ulps of a boundary) are recomputed densely. Empty windows have ``lo == hi``.
+    """
+    m = len(pool)
+    lo = np.searchsorted(pool, req - t, side="left")
+    hi = np.searchsorted(pool, req + t, side="right")
+    if len(req) == 0 or m == 0:
+        return lo, lo.copy()
+
+    def ok(idx):
+        return np.abs(req - pool[np.clip(idx, 0, m - 1)]) <= t
+
+    nonempty = lo < hi
+    bad = ((lo > 0) & ok(lo - 1)) | ((hi < m) & ok(hi))
+    bad |= nonempty & ~(ok(lo) & ok(hi - 1))
+    bad |= ~nonempty & (((lo < m) & ok(lo)) | ((hi > 0) & ok(hi - 1)))
+    hi = np.where(nonempty, hi, lo)
+    if bad.any():
+        rows = np.flatnonzero(bad)
+        dense = np.abs(req[rows, None] - pool[None, :]) <= t
+        cnt = dense.sum(axis=1)
+        lo[rows] = np.where(cnt > 0, dense.argmax(axis=1), 0)
+        hi[rows] = lo[rows] + cnt
+    return lo, hi
+
+
+def _hall(lo: np.ndarray, hi: np.ndarray) -> bool:
+    """Hall's condition for sorted points with windows [lo, hi) of increasing ends."""
+    if len(lo) == 0:
         return True
-    cnt = ok.sum(axis=1)
-    if (cnt == 0).any():
+    if (hi <= lo).any():
         return False
-    lo = ok.argmax(axis=1)
-    hi = lo + cnt
-    k = np.arange(ok.shape[0])
+    k = np.arange(len(lo))
     return bool(np.all(hi - k - 1 >= np.maximum.accumulate(lo - k)))
+
+
+def _pair_values(x: np.ndarray, y: np.ndarray, a: float, b: float) -> np.ndarray:
+    """All ``fl(|x_i - y_j|)`` in ``(a, b]``: window at ``b`` minus window at ``a``."""
+    lb, hb = _windows(x, y, b)
+    if a >= 0:
+        la, ha = _windows(x, y, a)
+        empty = la >= ha
+        la = np.where(empty, hb, la)  # window at a empty: take all of [lb, hb)
+        ha = np.where(empty, hb, ha)
+    else:
+        la = ha = hb
+    starts = np.concatenate([lb, ha])
+    stops = np.concatenate([la, hb])
+    rows = np.concatenate([np.arange(len(x)), np.arange(len(x))])
+    lengths = np.maximum(stops - starts, 0)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.empty(0)
+    rep = np.repeat(rows, lengths)
+    offs = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    cols = np.repeat(starts, lengths) + offs
+    vals = np.abs(x[rep] - y[cols])
+    return vals[(vals > a) & (vals <= b)]

@@ -290,46 +290,37 @@ def _finite_pow_pot(A, B, p, q, num_iter_max: int | None = None) -> float:
 def _finite_bottleneck(A, B, q, h0: bool) -> float:
     """Exact bottleneck of the finite parts: smallest feasible candidate threshold."""
     c = _diag_factor(q)
-    if h0:
-        x = np.sort(A[:, 1])
-        y = np.sort(B[:, 1])
-        ga, gb = c * x, c * y
-    else:
-        ga = c * (A[:, 1] - A[:, 0])
-        gb = c * (B[:, 1] - B[:, 0])
     if len(A) == 0 or len(B) == 0:
-        return float(max(ga.max(initial=0.0), gb.max(initial=0.0)))
-    cost = np.abs(x[:, None] - y[None, :]) if h0 else _ground(A, B, q)
+        pers = np.concatenate([A[:, 1] - A[:, 0], B[:, 1] - B[:, 0]])
+        return float(c * pers.max(initial=0.0))
+    if h0:
+        return _h0.h0_bottleneck(np.sort(A[:, 1]), np.sort(B[:, 1]), c)
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
+    ga = c * (A[:, 1] - A[:, 0])
+    gb = c * (B[:, 1] - B[:, 0])
+    cost = _ground(A, B, q)
     upper = max(float(ga.max()), float(gb.max()))  # everything to the diagonal
     lower = max(
         float(np.minimum(ga, cost.min(axis=1)).max()),
         float(np.minimum(gb, cost.min(axis=0)).max()),
     )
     pool = np.concatenate([cost[(cost > lower) & (cost < upper)], ga, gb])
-    if h0:
 
-        def feasible(t: float) -> bool:
-            return _h0.h0_bottleneck_feasible(cost, ga > t, gb > t, t)
+    def covers(ok: np.ndarray) -> bool:
+        if ok.shape[0] == 0:
+            return True
+        if not ok.any(axis=1).all():
+            return False
+        match = maximum_bipartite_matching(csr_matrix(ok), perm_type="column")
+        return bool((match >= 0).all())
 
-    else:
-        from scipy.sparse import csr_matrix
-        from scipy.sparse.csgraph import maximum_bipartite_matching
+    def feasible(t: float) -> bool:
+        # Mendelsohn-Dulmage: a matching covering the points of A that cannot go to
+        # the diagonal and one covering those of B give one matching covering both.
+        return covers(cost[ga > t] <= t) and covers((cost[:, gb > t] <= t).T)
 
-        def covers(ok: np.ndarray) -> bool:
-            if ok.shape[0] == 0:
-                return True
-            if not ok.any(axis=1).all():
-                return False
-            match = maximum_bipartite_matching(csr_matrix(ok), perm_type="column")
-            return bool((match >= 0).all())
-
-        def feasible(t: float) -> bool:
-            # Mendelsohn-Dulmage: a matching covering the points of A that cannot go to
-            # the diagonal and one covering those of B give one matching covering both.
-            return covers(cost[ga > t] <= t) and covers((cost[:, gb > t] <= t).T)
-
-    # The answer is a candidate value in [lower, upper]; `upper` is feasible. Halve the
-    # pool of candidates strictly between the known infeasible and feasible values.
     if feasible(lower):
         return lower
     lo, hi = lower, upper
@@ -384,8 +375,9 @@ def wasserstein(a, b, p: float = 1.0, q: float = math.inf, *, method: str = "aut
         Solver for the finite points, all exact. ``"auto"`` uses the degree-0
         dynamic program when every finite birth of both diagrams is 0 (up to
         :math:`64\,\varepsilon` times the diagrams' largest value), else
-        ``"assignment"`` (scipy's ``linear_sum_assignment`` on the reduced
-        costs). ``"h0"`` forces the dynamic program (births must be 0),
+        ``"assignment"`` (an exact assignment on the reduced costs, by scipy's
+        sparse ``min_weight_full_bipartite_matching`` or dense
+        ``linear_sum_assignment``). ``"h0"`` forces the dynamic program (births must be 0),
         ``"assignment"`` and ``"pot"`` (POT's ``ot.emd``, convergence checked)
         force a general solver, for tests and benchmarks.
 
@@ -425,9 +417,10 @@ def wasserstein(a, b, p: float = 1.0, q: float = math.inf, *, method: str = "aut
     :math:`\sum g + \min_\sigma \sum_i \min(0, c_{i\sigma(i)} - g_i - g'_{\sigma(i)})`
     over assignments :math:`\sigma` of the smaller side, with
     :math:`g = \|x - \pi_\Delta x\|_q^p` (extend a partial matching by pairs of
-    value 0, or drop the pairs of value 0 from an assignment), which
-    ``linear_sum_assignment`` solves on the rows and columns that have a
-    negative entry; POT solves the equivalent transport problem with one
+    value 0, or drop the pairs of value 0 from an assignment). It is solved on
+    the rows and columns that have a negative entry, by scipy's LAPJVsp
+    (``min_weight_full_bipartite_matching``, on the negative entries only)
+    when few pairs are useful, else by ``linear_sum_assignment``; POT solves the equivalent transport problem with one
     diagonal node per side. The reported value is re-summed from the optimal
     matching's non-negative terms. For degree-0 diagrams (all births 0) the
     optimal matching is monotone in the deaths and an O(n m) dynamic program
