@@ -119,15 +119,17 @@ def _diag_factor(q: float) -> float:
 
 def _ground(A: np.ndarray, B: np.ndarray, q: float) -> np.ndarray:
     """(n, m) l_q distances between the rows of A (n, 2) and B (m, 2)."""
-    d0 = np.abs(A[:, 0, None] - B[None, :, 0])
-    d1 = np.abs(A[:, 1, None] - B[None, :, 1])
+    d0 = np.subtract(A[:, 0, None], B[None, :, 0])
+    d1 = np.subtract(A[:, 1, None], B[None, :, 1])
+    if q == 2.0:
+        np.square(d0, out=d0)
+        d0 += np.square(d1, out=d1)
+        return np.sqrt(d0, out=d0)
+    np.abs(d0, out=d0)
+    np.abs(d1, out=d1)
     if q == math.inf:
         return np.maximum(d0, d1, out=d0)
-    if q == 1.0:
-        return np.add(d0, d1, out=d0)
-    np.square(d0, out=d0)
-    d0 += np.square(d1, out=d1)
-    return np.sqrt(d0, out=d0)
+    return np.add(d0, d1, out=d0)
 
 
 def _power(x: np.ndarray, p: float) -> np.ndarray:
@@ -211,38 +213,46 @@ def _reduced_assignment(cprime, neg, rows, cols, g_rows):
     """Optimal pairs (i, j) with cprime[i, j] < 0 of min sum of min(cprime, 0).
 
     ``rows`` (no more than ``cols``) and ``cols`` are the indices with a negative
-    entry. Sparse problems go to scipy's LAPJVsp with one private zero-cost column
-    per row (all weights shifted by the same constant, which every full matching
-    pays once per row); dense ones to ``linear_sum_assignment``.
+    entry. Sparse problems go to scipy's LAPJVsp on the negative entries, with one
+    private column per row for "unmatched" (all weights shifted by the same constant,
+    which every full matching pays once per row, so that no weight is 0); dense ones
+    to ``linear_sum_assignment``.
     """
-    from scipy.optimize import linear_sum_assignment
-
     rows = rows[np.argsort(-g_rows[rows], kind="stable")]  # the solvers run faster this way
-    sub = cprime[np.ix_(rows, cols)]
-    sub_neg = neg[np.ix_(rows, cols)]
-    n_r, n_c = sub.shape
-    if sub_neg.mean() <= _SPARSE_DENSITY:
+    n_r, n_c = len(rows), len(cols)
+    i, j = np.nonzero(neg)
+    if len(i) <= _SPARSE_DENSITY * n_r * n_c:
         from scipy.sparse import csr_matrix
         from scipy.sparse.csgraph import min_weight_full_bipartite_matching
 
-        i, j = np.nonzero(sub_neg)
-        shift = 2.0 * float(-sub[i, j].min())  # weights in [shift / 2, shift]: never 0
+        row_rank = np.empty(neg.shape[0], np.intp)
+        row_rank[rows] = np.arange(n_r)
+        col_rank = np.empty(neg.shape[1], np.intp)
+        col_rank[cols] = np.arange(n_c)
+        w = cprime[i, j]
+        shift = -2.0 * float(w.min())  # weights in [shift / 2, shift]: never 0
         graph = csr_matrix(
             (
-                np.concatenate([sub[i, j] + shift, np.full(n_r, shift)]),
-                (np.concatenate([i, np.arange(n_r)]), np.concatenate([j, n_c + np.arange(n_r)])),
+                np.concatenate([w + shift, np.full(n_r, shift)]),
+                (
+                    np.concatenate([row_rank[i], np.arange(n_r)]),
+                    np.concatenate([col_rank[j], n_c + np.arange(n_r)]),
+                ),
             ),
             shape=(n_r, n_c + n_r),
         )
         r, k = min_weight_full_bipartite_matching(graph)
         keep = k < n_c
-        r, k = r[keep], k[keep]
-        keep = sub[r, k] < 0
+        mi, mj = rows[r[keep]], cols[k[keep]]
     else:
-        np.minimum(sub, 0.0, out=sub)
+        from scipy.optimize import linear_sum_assignment
+
+        sub = np.minimum(cprime[np.ix_(rows, cols)], 0.0)
         r, k = linear_sum_assignment(sub)
         keep = sub[r, k] < 0
-    return rows[r[keep]], cols[k[keep]]
+        mi, mj = rows[r[keep]], cols[k[keep]]
+    keep = cprime[mi, mj] < 0
+    return mi[keep], mj[keep]
 
 
 def _finite_pow_pot(A, B, p, q, num_iter_max: int | None = None) -> float:
