@@ -152,14 +152,15 @@ def _windows(req: np.ndarray, pool: np.ndarray, t: float) -> tuple[np.ndarray, n
     hi = np.searchsorted(pool, req + t, side="right")
     if len(req) == 0 or m == 0:
         return lo, lo.copy()
+    padded = np.concatenate([[-np.inf], pool, [np.inf]])  # positions -1 and m never qualify
 
     def ok(idx):
-        return np.abs(req - pool[np.clip(idx, 0, m - 1)]) <= t
+        return np.abs(req - padded[idx + 1]) <= t
 
+    ok_lo, ok_hi1 = ok(lo), ok(hi - 1)
     nonempty = lo < hi
-    bad = ((lo > 0) & ok(lo - 1)) | ((hi < m) & ok(hi))
-    bad |= nonempty & ~(ok(lo) & ok(hi - 1))
-    bad |= ~nonempty & (((lo < m) & ok(lo)) | ((hi > 0) & ok(hi - 1)))
+    bad = ok(lo - 1) | ok(hi)
+    bad |= np.where(nonempty, ~(ok_lo & ok_hi1), ok_lo | ok_hi1)
     hi = np.where(nonempty, hi, lo)
     if bad.any():
         rows = np.flatnonzero(bad)
