@@ -4,11 +4,13 @@ bound against a dense SVD, errors, and the certified displacement chain / envelo
 from __future__ import annotations
 
 import math
+import zlib
 
 import numpy as np
 import pytest
 import torch
 from scipy.special import ndtr
+from threadpoolctl import threadpool_limits
 from torch import nn
 from torchvision.models.resnet import BasicBlock, Bottleneck
 from torchvision.models.vision_transformer import EncoderBlock, MLPBlock
@@ -30,6 +32,17 @@ from topolip.bounds import (
 from topolip.models import build_model, collect_activations
 
 RTOL = 1e-6  # estimate <= bound * (1 + RTOL): float64 power iteration is exact to ~1e-12
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """The layers here are tiny: one intra-op thread is faster, and much faster on a busy machine
+    (idle OpenMP workers spin). Restored after the module."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    with threadpool_limits(1):  # numpy/scipy BLAS
+        yield
+    torch.set_num_threads(before)
 
 
 def gen(seed: int) -> torch.Generator:
@@ -63,12 +76,13 @@ def test_linear_is_its_largest_singular_value():
 
 
 def test_one_by_one_convolution_is_the_channel_matrix():
+    torch.manual_seed(0)
     conv = nn.Conv2d(4, 6, kernel_size=1)
     w = conv.weight.detach()[:, :, 0, 0].double()
     sigma = torch.linalg.matrix_norm(w, 2).item()
     x = torch.randn(3, 4, 5, 7, generator=gen(0))
     assert sigma <= lipschitz_bound(conv, x) <= sigma * 1.001
-    assert lipschitz_estimate(conv, x) == pytest.approx(sigma, rel=1e-6)
+    assert lipschitz_estimate(conv, x, n_iter=300) == pytest.approx(sigma, rel=1e-6)
 
 
 def test_diagonal_batchnorm_is_its_largest_slope():
@@ -144,7 +158,7 @@ CONV_CASES = [
 
 @pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
 def test_conv_bound_against_dense_svd(case):
-    torch.manual_seed(hash(str(case)) % 2**31)
+    torch.manual_seed(zlib.crc32(repr(case).encode()))
     conv = nn.Conv2d(case["cin"], case["cout"], case["k"], stride=case["stride"],
                      padding=case["padding"], dilation=case.get("dilation", 1),
                      groups=case.get("groups", 1), padding_mode=case.get("mode", "zeros"))

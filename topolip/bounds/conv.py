@@ -18,7 +18,9 @@ size through the padding. This module gives three upper bounds and one lower bou
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,6 +67,12 @@ class ConvNormBounds:
     cheap: float
     lower: float
     input_size: tuple[int, int]
+
+
+# Results by (kernel bytes, geometry, options): a model's bound is taken once per perturbation,
+# and the certification depends only on the weights and the input size.
+_CACHE: OrderedDict[tuple, ConvNormBounds] = OrderedDict()
+_CACHE_SIZE = 512
 
 
 def _conv_params(conv: nn.Conv2d, input_size) -> dict:
@@ -326,6 +334,21 @@ def conv2d_norm_bounds(
     if out_scale is not None:
         scale = np.asarray(torch.as_tensor(out_scale).detach().cpu().double(), dtype=float)
         p["kernel"] = p["kernel"] * scale.reshape(-1, 1, 1, 1)
+    key = (hashlib.sha1(np.ascontiguousarray(p["kernel"]).tobytes()).hexdigest(),
+           p["kernel"].shape, p["size"], p["stride"], p["dilation"], p["pads"], p["mode"],
+           float(rtol), float(max_band_entries), float(max_fft_entries))
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        return _CACHE[key]
+    result = _compute_bounds(p, rtol, max_band_entries, max_fft_entries)
+    _CACHE[key] = result
+    if len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return result
+
+
+def _compute_bounds(p: dict, rtol: float, max_band_entries: float,
+                    max_fft_entries: float) -> ConvNormBounds:
     cheap = _cheap_bound(p)
     circular = _circular_bound(p, max_fft_entries)
     cholesky = lower = float("nan")

@@ -165,10 +165,6 @@ def layernorm_output_radius(ln: nn.LayerNorm) -> float:
     float
         The radius ``R`` of a ball holding every output token, whatever the input.
 
-    Raises
-    ------
-    None
-
     Notes
     -----
     ``f(x) = γ ⊙ z + β`` with ``‖z‖² = d·σ²/(σ² + eps) < d``, so ``‖f(x)‖ ≤ max|γ|√d + ‖β‖``. It

@@ -104,8 +104,9 @@ def model_segments(model: nn.Module) -> OrderedDict[str, nn.Module]:
 
 
 def _segment_name(seg: nn.Module) -> str:
+    """Module types of a segment, nested ``Sequential`` flattened, identities dropped."""
     if type(seg) is nn.Sequential:
-        names = [type(m).__name__ for m in seg if not isinstance(m, (nn.Identity, nn.Dropout))]
+        names = [_segment_name(m) for m in seg if not isinstance(m, (nn.Identity, nn.Dropout))]
         return "+".join(names)
     return type(seg).__name__
 
