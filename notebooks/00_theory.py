@@ -213,7 +213,10 @@ gen = torch.Generator().manual_seed(seed)
 # $$ \mathrm{Lip}(F) \le \sqrt N\,\big(4W_0(\tfrac{N-1}{e})+1\big)\,\|W_O\|_2
 #    \Big(\sum_h \|A_h\|_2^2\|V_h\|_2^2\Big)^{1/2}, \qquad \|A_h\|_2 = \|W^{Q,h}\|_2^2/\sqrt{d_h}. $$
 #
-# `topolip.bounds.L2SelfAttention` implements this layer so the bound has something to apply to.
+# (We did not have the paper's text at hand: this is the theorem as we read it, the query
+# weight entering squared through $A_h$ as scaling $W^Q\to\alpha W^Q$ requires; the check below
+# tests it numerically.) `topolip.bounds.L2SelfAttention` implements this layer so the bound has
+# something to apply to.
 
 # %% [markdown]
 # ## 4. Every bound against its estimate, on random layers

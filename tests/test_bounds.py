@@ -26,6 +26,7 @@ from topolip.bounds import (
     layer_bounds,
     lipschitz_bound,
     lipschitz_estimate,
+    mha_lipschitz,
     model_segments,
     supported_types,
 )
@@ -287,6 +288,43 @@ def test_l2_attention_bound_is_global():
     bound = lipschitz_bound(att, torch.randn(2, 6, 8))
     for scale in (0.1, 1.0, 10.0, 100.0):  # the bound does not depend on where we look
         assert lipschitz_estimate(att, scale * torch.randn(8, 6, 8), n_iter=20) <= bound
+
+
+@pytest.mark.parametrize("kind", ["mha", "l2"])
+def test_gradient_ascent_on_the_jacobian_stays_below_bound(kind):
+    """A worst-case search (Adam on ‖J(X)v‖ over X in the token ball and unit v) cannot beat the
+    bound: a much stronger check than random points for the attention bounds."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    torch.manual_seed(5)
+    n, d, radius = 4, 4, 3.0
+    if kind == "mha":
+        mha = nn.MultiheadAttention(d, 2, batch_first=True).double()
+        f = lambda z: mha(z, z, z, need_weights=False)[0]  # noqa: E731
+        bound = mha_lipschitz(mha, radius, n)
+    else:
+        f = L2SelfAttention(d, 1).double()
+        with torch.no_grad():
+            f.q_weight.mul_(2.0)
+        bound = lipschitz_bound(f, torch.randn(1, n, d))
+        radius = None
+    x = (torch.randn(8, n, d, dtype=torch.float64) * 2).requires_grad_()
+    v = torch.randn(8, n, d, dtype=torch.float64).requires_grad_()
+    opt = torch.optim.Adam([x, v], lr=0.05)
+    best = 0.0
+    with sdpa_kernel(SDPBackend.MATH):
+        for _ in range(150):
+            xp = x if radius is None else x * torch.clamp(radius / x.norm(dim=-1, keepdim=True),
+                                                           max=1.0)
+            vn = v / v.flatten(1).norm(dim=1)[:, None, None]
+            _, jv = torch.func.jvp(f, (xp,), (vn,))
+            val = jv.flatten(1).norm(dim=1)
+            best = max(best, val.max().item())
+            opt.zero_grad()
+            (-val.sum()).backward()
+            opt.step()
+    assert best <= bound, (best, bound)
+    assert best > bound / 50  # the search found a steep point: the check is not vacuous
 
 
 def test_attention_bound_grows_like_sqrt_n_then_saturates():

@@ -318,6 +318,10 @@ def l2_attention_lipschitz(att: L2SelfAttention, n_tokens: int) -> float:
     squared. Stacking the heads through ``V_h`` and ``W_O`` as in
     :func:`dot_product_attention_lipschitz` gives the formula (for ``N = 1`` it is ``‖A‖``,
     exact for ``f(x) = xA``). The bound grows like ``√N log N``; it holds for every input.
+    The paper's text was not at hand when this was written: the constant is the theorem as we
+    read it, with the query weight entering squared through ``A_h`` (as scaling ``W^Q → αW^Q``
+    requires, the value path alone growing like ``α²``); the tests and the theory notebook check
+    it against local estimates, including gradient-ascent searches.
 
     References
     ----------
