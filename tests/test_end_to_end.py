@@ -16,7 +16,21 @@ TINY = [
     "resnet.width=4", "attention_stack.num_layers=2", "attention_stack.hidden_dim=16",
     "attention_stack.num_heads=2", "conv_stack.num_layers=2", "conv_stack.channels=8",
     "n_points=30",
+    # 04_robustness: two strengths per kind, few images
+    "n_robust=30", "attack_eps=[0.0, 0.1]", "pgd_steps=2", "severities=[0, 2]",
+    "topolip_strengths={fgsm: 0.1, pgd: 0.1, gaussian_noise: 2, gaussian_blur: 2, contrast: 2, "
+    "rotation: 2, elastic: 2}",
+    # 06_ood
+    "n_ood=40",
+    # 07_sweeps: two points per family, one epoch
+    "sweep_epochs=1", "sweep_seeds=[0]",
+    "sweeps={vit: {base: {num_layers: 1, num_heads: 2, hidden_dim: 8, mlp_dim: 16}, "
+    "grid: {num_layers: [1, 2]}}, resnet: {base: {width: 2}, "
+    "grid: {blocks: [[1, 1, 1, 1], [2, 1, 1, 1]]}}, attention_stack: {base: {num_layers: 1, "
+    "num_heads: 2, hidden_dim: 8}, grid: {num_layers: [1, 2]}}, conv_stack: {base: "
+    "{num_layers: 1, channels: 4}, grid: {num_layers: [1, 2]}}}",
 ]
+ARCHS = {"vit", "resnet", "attention_stack", "conv_stack"}
 
 
 @pytest.mark.slow
@@ -34,7 +48,40 @@ def test_chain_and_book(tmp_path):
     assert topolip.loc[topolip["depth"] == 0, "topolip"].isna().all()
     assert (tables / "topolip.json").exists()
 
+    # 04_robustness: accuracy curves, TopoLip per kind, the scatter and its correlations
+    curves = pd.read_csv(tables / "robustness.csv")
+    assert len(curves) == 4 * (2 * 2 + 5 * 2)  # archs x (attacks x eps + corruptions x sev.)
+    clean = curves[curves["strength"] == 0]
+    assert (clean["accuracy"] == clean["accuracy_clean"]).all()
+    robust = pd.read_csv(tables / "robust_topolip.csv")
+    assert set(robust["arch"]) == ARCHS and robust["perturbation"].nunique() == 7
+    assert len(pd.read_csv(tables / "topolip_vs_accuracy.csv")) == 4 * 7
+    corr = pd.read_csv(tables / "topolip_accuracy_correlations.csv")
+    assert set(corr["measure"]) == {"geometric_mean", "geometric_mean_scale_free"}
+    # 06_ood: unpaired, so no envelope, but every displacement is defined
+    ood = pd.read_csv(tables / "ood_topolip.csv")
+    assert set(ood["arch"]) == ARCHS and ood["ood_set"].nunique() == 3
+    assert ood[["eps", "bottleneck", "envelope"]].isna().all().all()
+    assert ood["delta"].notna().all()
+    assert set(pd.read_csv(tables / "ood_behaviour.csv")["dataset"]) == {
+        "in_distribution", "digits", "inverted_mnist", "photo_patches"}
+    # 07_sweeps: one row per sweep point, checkpoints reused on the next run
+    sweeps = pd.read_csv(tables / "sweeps.csv")
+    assert set(sweeps["arch"]) == ARCHS and len(sweeps) == 8
+    figures = root / "results/tiny/figures"
+    for name in ("robustness_curves", "robust_topolip_by_layer", "topolip_vs_accuracy",
+                 "ood_topolip_by_layer", "ood_behaviour", "sweep_vit", "sweep_resnet",
+                 "sweep_attention_stack", "sweep_conv_stack"):
+        assert (figures / f"{name}.png").exists(), name
+
     html = build_book(root)
+    for page, words in (("04_robustness", ("Spearman", "accuracy drop", "smallest accuracy drop")),
+                        ("06_ood", ("AUROC", "in_distribution", "lowest scale-free TopoLip")),
+                        ("07_sweeps", ("scale-free TopoLip", "num_layers", "trained in this run"))):
+        text = (html / f"book/notebooks/{page}.html").read_text()
+        assert len(re.findall(r'<img[^>]+src="[^"]+\.png"', text)) >= 2, page
+        for word in words:
+            assert word in text, (page, word)
     compare = (html / "book/notebooks/03_compare.html").read_text()
     assert re.search(r'<img[^>]+src="[^"]+\.png"', compare), "the ViT-vs-ResNet figure is embedded"
     assert "test_accuracy" in (html / "book/notebooks/01_train.html").read_text()

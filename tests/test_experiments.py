@@ -1,0 +1,339 @@
+"""Experiment loops: robustness curves, OOD measurements, correlations, sweeps, their figures."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from scipy.stats import spearmanr
+from torch import nn
+
+from topolip.data import ImageSplit, load_mnist
+from topolip.experiments import measure_ood, measure_topolip, model_summaries
+from topolip.figures import (
+    plot_accuracy_curves,
+    plot_ood_behaviour,
+    plot_sweep,
+    plot_topolip_by_layer,
+    plot_topolip_vs_accuracy,
+    save_figure,
+)
+from topolip.metric import DistanceSpec, topological_displacement
+from topolip.models import collect_activations
+from topolip.robustness import (
+    load_ood_batches,
+    max_softmax,
+    ood_behaviour,
+    rank_correlations,
+    robustness_curves,
+    topolip_vs_accuracy,
+)
+from topolip.sweeps import run_sweep, sweep_points
+from topolip.train import ModelSpec, TrainConfig, accuracy, fit
+
+
+@pytest.fixture(scope="module")
+def data():
+    return load_mnist(n_train=600, n_test=120, seed=0)
+
+
+@pytest.fixture(scope="module")
+def trained(data):
+    torch.manual_seed(0)
+    result = fit(ModelSpec("resnet", {"width": 4}), data,
+                 TrainConfig(epochs=3, batch_size=32, lr=3e-3), device="cpu", progress=False)
+    assert result.test_accuracy > 0.5, "the fixture model must have learned something"
+    return result.model
+
+
+# --- robustness curves -------------------------------------------------------------------------
+
+def test_strength_zero_is_clean_accuracy_and_drop_is_consistent(trained, data):
+    x, y = data.x_test, data.y_test
+    t = robustness_curves(trained, x, y, {"fgsm": [0.0, 0.1], "pgd": [0.0],
+                                          "gaussian_noise": [0, 3], "elastic": [0]}, seed=1)
+    clean = accuracy(trained, x, y)
+    zero = t[t["strength"] == 0]
+    assert len(zero) == 4 and (zero["accuracy"] == clean).all()
+    assert (t["accuracy_clean"] == clean).all() and (t["n"] == len(y)).all()
+    np.testing.assert_allclose(t["accuracy_drop"], clean - t["accuracy"], atol=0)
+    assert t["unit"].tolist() == ["eps", "eps", "eps", "severity", "severity", "severity"]
+    assert t.loc[t["perturbation"] == "fgsm", "accuracy"].iloc[1] < clean  # the attack bites
+    assert not trained.training
+
+
+def test_pgd_accuracy_does_not_increase_with_eps(trained, data):
+    eps = [0.0, 0.02, 0.05, 0.1, 0.2, 0.3]
+    t = robustness_curves(trained, data.x_test, data.y_test, {"pgd": eps}, seed=0, pgd_steps=10)
+    acc = t["accuracy"].to_numpy()
+    assert t["strength"].tolist() == eps
+    assert (np.diff(acc) <= 0).all(), acc
+    assert acc[-1] < 0.2 < acc[0]
+
+
+def test_pgd_is_at_least_as_strong_as_fgsm(trained, data):
+    t = robustness_curves(trained, data.x_test, data.y_test, {"fgsm": [0.1], "pgd": [0.1]},
+                          pgd_steps=10)
+    fgsm_acc, pgd_acc = t["accuracy"]
+    assert pgd_acc <= fgsm_acc
+
+
+def test_robustness_curves_reject_bad_input(trained, data):
+    x, y = data.x_test[:10], data.y_test[:10]
+    with pytest.raises(ValueError, match=r"unknown perturbation\(s\) \['fog'\]"):
+        robustness_curves(trained, x, y, {"fog": [1]})
+    with pytest.raises(ValueError, match=r"severity of 'contrast' must be an integer"):
+        robustness_curves(trained, x, y, {"contrast": [2.5]})
+    with pytest.raises(ValueError, match=r"strengths\['fgsm'\] must be a non-empty list"):
+        robustness_curves(trained, x, y, {"fgsm": []})
+    with pytest.raises(ValueError, match=r"strengths\['fgsm'\] must be a non-empty list"):
+        robustness_curves(trained, x, y, {"fgsm": 0.1})
+    with pytest.raises(ValueError, match="exceeds 1, the whole pixel range"):
+        robustness_curves(trained, x, y, {"fgsm": [8]})
+    with pytest.raises(ValueError, match="severity must be an integer in 0..5"):
+        robustness_curves(trained, x, y, {"rotation": [6]})
+
+
+# --- OOD behaviour and TopoLip under shift -----------------------------------------------------
+
+def test_max_softmax_matches_softmax_and_bounds(trained, data):
+    conf = max_softmax(trained, data.x_test, batch_size=7)
+    with torch.no_grad():
+        ref = torch.softmax(trained(data.x_test), 1).amax(1).double().numpy()
+    np.testing.assert_allclose(conf, ref, rtol=1e-5)
+    assert conf.shape == (len(data.x_test),) and conf.min() >= 0.1 - 1e-9 and conf.max() <= 1
+    with pytest.raises(ValueError, match="non-empty"):
+        max_softmax(trained, data.x_test[:0])
+
+
+def test_ood_behaviour_auroc_is_the_pairwise_probability(trained, data):
+    ood = load_ood_batches(["digits", "photo_patches"], data, n=50, seed=0)
+    t = ood_behaviour(trained, data.x_test, data.y_test, ood)
+    assert t["dataset"].tolist() == ["in_distribution", "digits", "photo_patches"]
+    assert t["accuracy"].iloc[0] == accuracy(trained, data.x_test, data.y_test)
+    assert math.isnan(t["auroc"].iloc[0]) and math.isnan(t["accuracy"].iloc[2])
+    assert t["accuracy"].iloc[1] == accuracy(trained, *ood["digits"])
+    c_in = max_softmax(trained, data.x_test)
+    for i, name in ((1, "digits"), (2, "photo_patches")):
+        c_out = max_softmax(trained, ood[name][0])
+        diff = c_in[:, None] - c_out[None, :]
+        brute = ((diff > 0).sum() + 0.5 * (diff == 0).sum()) / diff.size  # Mann-Whitney
+        assert t["auroc"].iloc[i] == pytest.approx(brute, abs=1e-12)
+        assert t["mean_confidence"].iloc[i] == pytest.approx(c_out.mean())
+    with pytest.raises(ValueError, match="at least one"):
+        ood_behaviour(trained, data.x_test, data.y_test, {})
+    with pytest.raises(ValueError, match="5 images but 4 labels"):
+        ood_behaviour(trained, data.x_test, data.y_test,
+                      {"bad": (data.x_test[:5], data.y_test[:4])})
+
+
+def test_ood_batches_drop_digit_labels_for_other_data():
+    rng = torch.Generator().manual_seed(0)
+    fake = ImageSplit("cifar10", torch.rand(20, 3, 32, 32, generator=rng), torch.arange(20) % 10,
+                      torch.rand(10, 3, 32, 32, generator=rng), torch.arange(10))
+    b = load_ood_batches(["digits", "inverted_mnist"], fake, n=10)
+    for x, y in b.values():
+        assert x.shape == (10, 3, 32, 32) and (y == -1).all()
+        assert float(x.min()) >= 0 and float(x.max()) <= 1
+    mnist = load_ood_batches(["digits"], load_mnist(20, 10), n=10)
+    assert sorted(mnist["digits"][1].tolist()) == list(range(10))
+    with pytest.raises(ValueError, match="distinct OOD sets"):
+        load_ood_batches(["digits", "digits"], fake, n=3)
+    with pytest.raises(ValueError, match="unknown OOD set 'svhn'"):
+        load_ood_batches(["svhn"], fake, n=3)
+
+
+def test_measure_ood_is_unpaired_with_defined_displacements(trained, data):
+    x = data.x_test[:40]
+    ood = {name: xb[:30] for name, (xb, _) in
+           load_ood_batches(["digits", "inverted_mnist"], data, n=30).items()}
+    t = measure_ood(trained, x, ood)
+    labels = ["input", "stem", "block1", "block2", "block3", "block4", "pool"]
+    assert t["layer"].tolist() == labels * 2
+    assert t[["eps", "bottleneck", "envelope"]].isna().all().all()
+    assert np.isfinite(t["delta"]).all() and (t["delta"] > 0).all()
+    assert (t["n_clean"] == 40).all() and (t["n_ood"] == 30).all()
+    assert t.loc[t["depth"] == 0, "topolip"].isna().all()
+    assert np.isfinite(t.loc[t["depth"] > 0, "topolip"]).all()
+    # Δ_0 is the displacement of the raw pixel clouds, and the ratios telescope
+    d0 = topological_displacement(x.flatten(1).double().numpy(),
+                                  ood["digits"].flatten(1).double().numpy())
+    part = t[t["ood_set"] == "digits"]
+    assert part["delta"].iloc[0] == pytest.approx(d0, rel=1e-9)
+    assert np.prod(part["topolip"].iloc[1:]) == pytest.approx(
+        part["delta"].iloc[-1] / part["delta"].iloc[0], rel=1e-9)
+    acts = collect_activations(trained, ood["digits"])
+    assert part["dim"].tolist() == [a.shape[1] for a in acts.values()]
+    s = model_summaries(t.assign(arch="resnet", seed=0), by=("arch", "seed", "ood_set"))
+    assert s["ood_set"].tolist() == ["digits", "inverted_mnist"]
+    with pytest.raises(ValueError, match="like x"):
+        measure_ood(trained, x, {"small": torch.rand(5, 1, 8, 8)})
+    with pytest.raises(ValueError, match="at least one"):
+        measure_ood(trained, x, {})
+
+
+# --- TopoLip against accuracy ------------------------------------------------------------------
+
+def test_topolip_vs_accuracy_joins_on_strength_and_reports_gaps():
+    summary = pd.DataFrame({"arch": ["a", "a", "b"], "seed": [0, 1, 0],
+                            "perturbation": ["fgsm", "fgsm", "contrast"],
+                            "strength": [0.1, 0.1, 3], "geometric_mean": [1.0, 2.0, 3.0]})
+    curves = pd.DataFrame({"arch": ["a", "a", "a", "b", "b"], "seed": [0, 0, 1, 0, 0],
+                           "perturbation": ["fgsm", "fgsm", "fgsm", "contrast", "contrast"],
+                           "strength": [0.0, 0.1 + 1e-13, 0.1, 0.0, 3.0],
+                           "accuracy": [0.9, 0.4, 0.5, 0.8, 0.6],
+                           "accuracy_clean": [0.9, 0.9, 0.9, 0.8, 0.8],
+                           "accuracy_drop": [0.0, 0.5, 0.4, 0.0, 0.2]})
+    joined = topolip_vs_accuracy(summary, curves)
+    assert joined["accuracy_drop"].tolist() == [0.5, 0.4, 0.2]
+    assert list(joined.columns)[:5] == ["arch", "seed", "perturbation", "strength",
+                                        "geometric_mean"]
+    with pytest.raises(ValueError, match="1 summary row.*add these strengths"):
+        topolip_vs_accuracy(summary.assign(strength=[0.1, 0.2, 3]), curves)
+    with pytest.raises(ValueError, match=r"curves lacks column\(s\) \['accuracy_drop'\]"):
+        topolip_vs_accuracy(summary, curves.drop(columns="accuracy_drop"))
+
+
+def test_rank_correlations_match_scipy_per_group():
+    rng = np.random.default_rng(0)
+    t = pd.DataFrame({"g": np.repeat(["u", "v"], 10), "a": rng.normal(size=20),
+                      "b": rng.normal(size=20), "y": rng.normal(size=20)})
+    t.loc[3, "a"] = np.nan
+    c = rank_correlations(t, ["a", "b"], "y", by="g")
+    assert c["group"].tolist() == ["all", "all", "u", "u", "v", "v"]
+    ok = t["a"].notna()
+    ref = spearmanr(t.loc[ok, "a"], t.loc[ok, "y"])
+    row = c[(c["group"] == "all") & (c["measure"] == "a")].iloc[0]
+    assert row["n"] == 19 and row["rho"] == pytest.approx(ref.statistic)
+    assert row["pvalue"] == pytest.approx(ref.pvalue)
+    v = t[t["g"] == "v"]
+    assert c.iloc[5]["rho"] == pytest.approx(spearmanr(v["b"], v["y"]).statistic)
+    # undefined cases are NaN, not an error or a silent number
+    tiny = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "y": [5.0, 5.0, 5.0, 5.0]})
+    assert math.isnan(rank_correlations(tiny, ["a"], "y")["rho"].iloc[0])
+    assert math.isnan(rank_correlations(tiny.head(2), ["a"], "a")["rho"].iloc[0])
+    with pytest.raises(ValueError, match=r"lacks column\(s\) \['z'\]"):
+        rank_correlations(t, ["z"], "y")
+
+
+# --- sweeps ------------------------------------------------------------------------------------
+
+def test_sweep_reuses_checkpoints_and_trains_the_base_once(tmp_path):
+    data = load_mnist(n_train=120, n_test=40, seed=0)
+    kwargs = dict(results_dir=tmp_path, x=data.x_test[:12], y=data.y_test[:12],
+                  perturbation={"fgsm": 0.1}, seeds=[0, 1], device="cpu")
+    base = {"channels": 2, "num_layers": 2}
+    grid = {"num_layers": [1, 2], "channels": [2, 3]}
+    config = TrainConfig(epochs=2, batch_size=60)
+    first = run_sweep("conv_stack", base, grid, data, config, **kwargs)
+    assert len(first) == 8  # 4 points x 2 seeds
+    assert first["is_base"].tolist() == [False, False, True, True, True, True, False, False]
+    # the base model (num_layers=2, channels=2) is one checkpoint per seed, trained once
+    assert first["checkpoint"].nunique() == 6
+    assert len(list((tmp_path / "models").glob("*.pt"))) == 6
+    trained_now = first.drop_duplicates("checkpoint")["resumed_from_epoch"]
+    assert (trained_now == 0).all()
+    base_rows = first[first["is_base"]]
+    assert (base_rows.groupby("seed")["resumed_from_epoch"].max() == config.epochs).all()
+    assert first["n_layers"].tolist() == [2, 2, 3, 3, 3, 3, 3, 3]
+    for col in ("geometric_mean", "geometric_mean_scale_free", "end_to_end", "max"):
+        assert np.isfinite(first[col]).all(), col
+    np.testing.assert_allclose(first["geometric_mean"] ** first["n_layers"],
+                               first["end_to_end"], rtol=1e-9)
+    assert set(first["value"]) == {"1", "2", "3"}
+    # a second call trains nothing and gives the same numbers
+    stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "models").glob("*.pt")}
+    second = run_sweep("conv_stack", base, grid, data, config, **kwargs)
+    assert (second["resumed_from_epoch"] == config.epochs).all()
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "models").glob("*.pt")} == stamps
+    cols = [c for c in first.columns if c != "resumed_from_epoch"]
+    pd.testing.assert_frame_equal(first[cols], second[cols])
+
+
+def test_sweep_points_check_every_point_before_training(tmp_path):
+    data = load_mnist(n_train=40, n_test=20, seed=0)
+    pts = sweep_points("resnet", {"width": 2}, {"blocks": [[1, 1, 1, 1], (2, 1, 1, 1)]}, data)
+    assert [p.value_label for p in pts] == ["[1, 1, 1, 1]", "[2, 1, 1, 1]"]
+    assert [p.value_numeric for p in pts] == [4.0, 5.0]
+    assert pts[0].spec.params["in_channels"] == 1 and pts[0].spec.params["blocks"] == [1, 1, 1, 1]
+    with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['depth'\] for arch 'vit'"):
+        sweep_points("vit", {}, {"depth": [1]}, data)
+    with pytest.raises(ValueError, match="repeats a value"):
+        sweep_points("vit", {}, {"num_layers": [1, 1]}, data)
+    with pytest.raises(ValueError, match="non-empty mapping"):
+        sweep_points("vit", {}, {}, data)
+    with pytest.raises(ValueError, match=r"hidden_dim=30 is not divisible by num_heads=4"):
+        run_sweep("vit", {"num_heads": 4}, {"num_layers": [1], "hidden_dim": [30]}, data,
+                  TrainConfig(epochs=1), results_dir=tmp_path, x=data.x_test, y=data.y_test,
+                  perturbation={"fgsm": 0.1})
+    assert not (tmp_path / "models").exists(), "nothing was trained before the bad point"
+    with pytest.raises(ValueError, match="exactly one|must be one"):
+        run_sweep("vit", {}, {"num_layers": [1]}, data, TrainConfig(epochs=1),
+                  results_dir=tmp_path, x=data.x_test, y=data.y_test,
+                  perturbation={"fgsm": 0.1, "pgd": 0.1})
+
+
+# --- figures -----------------------------------------------------------------------------------
+
+def test_figures_draw_from_tables_and_are_byte_stable(trained, data, tmp_path):
+    import matplotlib.pyplot as plt
+
+    x, y = data.x_test[:30], data.y_test[:30]
+    curves = robustness_curves(trained, x, y, {"fgsm": [0.0, 0.1], "contrast": [0, 3]})
+    topo = measure_topolip(trained, x, y, {"fgsm": 0.1, "contrast": 3}, DistanceSpec())
+    curves2, topo2 = [], []
+    for seed in (0, 1):
+        curves2.append(curves.assign(arch="resnet", seed=seed))
+        topo2.append(topo.assign(arch="resnet", seed=seed))
+    curves, topo = pd.concat(curves2), pd.concat(topo2)
+    joined = topolip_vs_accuracy(model_summaries(topo), curves)
+    ood = ood_behaviour(trained, x, y, load_ood_batches(["digits"], data, n=20)).assign(
+        arch="resnet", seed=0)
+    sweep = pd.DataFrame({"arch": ["vit"] * 3, "parameter": ["num_layers"] * 3,
+                          "value": ["1", "2", "4"], "value_numeric": [1.0, 2.0, 4.0],
+                          "seed": [0] * 3, "test_accuracy": [0.7, 0.8, 0.9],
+                          "geometric_mean": [1.1, 1.2, 1.3],
+                          "geometric_mean_scale_free": [0.9, 1.0, 1.1]})
+    for name, draw in {"curves": lambda: plot_accuracy_curves(curves),
+                       "scatter": lambda: plot_topolip_vs_accuracy(joined),
+                       "sweep": lambda: plot_sweep(sweep, "vit"),
+                       "ood": lambda: plot_ood_behaviour(ood),
+                       "layers": lambda: plot_topolip_by_layer(topo)}.items():
+        paths = []
+        for i in range(2):
+            fig = draw()
+            paths.append(save_figure(fig, tmp_path / f"{name}{i}.png"))
+            plt.close(fig)
+        assert paths[0].read_bytes() == paths[1].read_bytes(), name
+    with pytest.raises(ValueError, match="no sweep rows for arch 'resnet'"):
+        plot_sweep(sweep, "resnet")
+    with pytest.raises(ValueError, match=r"lacks column\(s\) \['unit'\]"):
+        plot_accuracy_curves(curves.drop(columns="unit"))
+    with pytest.raises(ValueError, match="empty"):
+        plot_ood_behaviour(ood.head(0))
+
+
+def test_ood_table_draws_by_set_without_strength(trained, data):
+    import matplotlib.pyplot as plt
+
+    ood = {"digits": load_ood_batches(["digits"], data, n=20)["digits"][0]}
+    t = measure_ood(trained, data.x_test[:20], ood).assign(arch="resnet", seed=0)
+    fig = plot_topolip_by_layer(t, row="ood_set")
+    assert fig.axes[0].get_title() == "digits: raw TopoLip"
+    plt.close(fig)
+
+
+def test_models_never_left_in_train_mode():
+    model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3), nn.Dropout(0.5))
+    model.train()
+    x, y = torch.rand(6, 1, 2, 2), torch.arange(6) % 3
+    robustness_curves(model, x, y, {"fgsm": [0.1]})
+    max_softmax(model, x)
+    assert model.training and model[2].training

@@ -1,0 +1,415 @@
+r"""Robustness measures: accuracy against perturbation strength, behaviour on out-of-distribution
+data, and the rank correlation of TopoLip with the accuracy a perturbation costs.
+
+Units: images are ``(N, C, H, W)`` tensors with pixels in [0, 1]; an attack's strength is its
+L∞ budget ``eps`` in the same pixel units, a corruption's strength its severity 0..5
+(:data:`topolip.corruptions.SEVERITIES`). Accuracies are fractions in [0, 1].
+
+These are the loops of the robustness and out-of-distribution notebooks; the TopoLip
+measurements themselves are in :mod:`topolip.experiments`.
+
+References
+----------
+.. [1] B. Chen, "Is Smoothness the Key to Robustness? A Comparison of Attention and Convolution
+   Models Using a Novel Metric", arXiv:2410.17628.
+.. [2] D. Hendrycks, K. Gimpel, "A Baseline for Detecting Misclassified and Out-of-Distribution
+   Examples in Neural Networks", ICLR 2017, arXiv:1610.02136 (max-softmax confidence).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from .attacks import PERTURBATIONS, perturb
+from .data import ImageSplit, load_ood
+from .train import accuracy
+
+__all__ = [
+    "load_ood_batches", "max_softmax", "ood_behaviour", "rank_correlations",
+    "robustness_curves", "topolip_vs_accuracy",
+]
+
+
+def _strength(kind: str, value: float) -> float | int:
+    """A strength of ``kind`` as the type :func:`topolip.attacks.perturb` takes, checked."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"strength of {kind!r} must be a finite number, got {value!r}")
+    if PERTURBATIONS[kind] == "severity":
+        if int(value) != value:
+            raise ValueError(f"severity of {kind!r} must be an integer 0..5, got {value!r}")
+        return int(value)
+    return float(value)
+
+
+def robustness_curves(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    strengths: Mapping[str, Sequence[float]],
+    *,
+    seed: int = 0,
+    pgd_steps: int = 10,
+    batch_size: int = 256,
+) -> pd.DataFrame:
+    """Accuracy of ``model`` on ``x`` perturbed at each strength of each perturbation kind.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A classifier from images in [0, 1] to logits ``(N, K)``; evaluated in eval mode on its
+        device (its train/eval mode is restored afterwards).
+    x : torch.Tensor of shape (N, C, H, W)
+        Clean images, pixels in [0, 1].
+    y : torch.Tensor of shape (N,)
+        True labels.
+    strengths : mapping of str to sequence of float
+        ``{kind: [strength, ...]}`` with ``kind`` from :data:`topolip.attacks.PERTURBATIONS`:
+        L∞ budgets ``eps`` in pixel units for ``fgsm``, ``pgd`` and ``random_sign``, integer
+        severities 0..5 for the corruptions. Strength 0 is the clean input.
+    seed : int, default=0
+        Seed of the random perturbations (PGD start, noise, corruptions).
+    pgd_steps : int, default=10
+        Steps of PGD (step size ``2.5 eps / steps``, see :func:`topolip.attacks.pgd`).
+    batch_size : int, default=256
+        Samples per attack pass (memory only).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per kind and strength, in the given order: ``perturbation``, ``strength``
+        (float; severities are whole numbers), ``unit`` (``"eps"`` or ``"severity"``), ``n`` (images), ``accuracy`` (on the perturbed
+        images), ``accuracy_clean`` and ``accuracy_drop`` (clean minus perturbed; negative when
+        the perturbation helps).
+
+    Raises
+    ------
+    ValueError
+        If a kind is unknown (the known ones are listed), a kind has no strengths, a strength
+        is out of range for its kind, or ``x``, ``y`` are invalid (see
+        :func:`topolip.attacks.perturb`).
+
+    See Also
+    --------
+    topolip.experiments.measure_topolip : TopoLip per layer for the same perturbations.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
+    >>> x, y = torch.rand(9, 1, 2, 2), torch.arange(9) % 3
+    >>> t = robustness_curves(model, x, y, {"fgsm": [0.0, 0.5], "contrast": [0, 5]})
+    >>> t[["perturbation", "strength", "unit"]].values.tolist()
+    [['fgsm', 0.0, 'eps'], ['fgsm', 0.5, 'eps'], ['contrast', 0.0, 'severity'], ['contrast', 5.0, 'severity']]
+    >>> clean = t[t["strength"] == 0]
+    >>> bool((clean["accuracy"] == clean["accuracy_clean"]).all())
+    True
+    """
+    unknown = sorted(set(strengths) - set(PERTURBATIONS))
+    if unknown:
+        raise ValueError(f"unknown perturbation(s) {unknown}; known: {list(PERTURBATIONS)}")
+    checked = {}
+    for kind, values in strengths.items():
+        if isinstance(values, str | bytes) or not isinstance(values, Sequence) or not values:
+            raise ValueError(f"strengths[{kind!r}] must be a non-empty list of strengths, "
+                             f"got {values!r}")
+        checked[kind] = [_strength(kind, v) for v in values]
+    acc_clean = accuracy(model, x, y)
+    rows = []
+    for kind, values in checked.items():
+        unit = PERTURBATIONS[kind]
+        options = {"steps": pgd_steps, "batch_size": batch_size} if kind == "pgd" else (
+            {"batch_size": batch_size} if kind == "fgsm" else {})
+        for value in values:
+            x_t = perturb(kind, model, x, y, seed=seed, **{unit: value}, **options)
+            acc = accuracy(model, x_t, y)
+            rows.append({"perturbation": kind, "strength": value, "unit": unit, "n": len(y),
+                         "accuracy": acc, "accuracy_clean": acc_clean,
+                         "accuracy_drop": acc_clean - acc})
+    return pd.DataFrame(rows)
+
+
+@torch.no_grad()
+def max_softmax(model: nn.Module, x: torch.Tensor, *, batch_size: int = 512) -> np.ndarray:
+    """Max-softmax confidence of ``model`` on each image of ``x`` (Hendrycks and Gimpel 2017).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A classifier from images in [0, 1] to logits ``(N, K)``; run in eval mode on its
+        device, its previous mode restored.
+    x : torch.Tensor of shape (N, C, H, W)
+        Images, pixels in [0, 1].
+    batch_size : int, default=512
+        Samples per forward pass (memory only).
+
+    Returns
+    -------
+    ndarray of shape (N,), float64
+        ``max_k softmax(f(x))_k``, in [1/K, 1].
+
+    Raises
+    ------
+    ValueError
+        If ``x`` is not a non-empty (N, C, H, W) tensor or holds NaN/inf.
+
+    Examples
+    --------
+    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 2))
+    >>> with torch.no_grad():
+    ...     _ = model[1].weight.zero_(); _ = model[1].bias.copy_(torch.tensor([0.0, math.log(3)]))
+    >>> max_softmax(model, torch.rand(3, 1, 2, 2)).round(6).tolist()
+    [0.75, 0.75, 0.75]
+    """
+    if not isinstance(x, torch.Tensor) or x.ndim != 4 or x.shape[0] == 0:
+        shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"x must be a non-empty (N, C, H, W) tensor of images, got {shape}")
+    if not torch.isfinite(x).all():
+        raise ValueError("x holds NaN or inf pixels; images must be finite with pixels in [0, 1]")
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    try:
+        out = [torch.softmax(model(x[s:s + batch_size].to(device)).float(), dim=1).amax(1).cpu()
+               for s in range(0, len(x), batch_size)]
+    finally:
+        model.train(was_training)
+    return torch.cat(out).to(torch.float64).numpy()
+
+
+def load_ood_batches(names: Sequence[str], data: ImageSplit, *, n: int,
+                     seed: int = 0) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """Out-of-distribution batches shaped like ``data``'s images, labelled only where meaningful.
+
+    Parameters
+    ----------
+    names : sequence of str
+        Sets of :data:`topolip.data.OOD_SETS`.
+    data : ImageSplit
+        The in-distribution data; its ``image_shape`` is the shape of the batches.
+    n : int
+        Images per set (at most the set's size, see :func:`topolip.data.load_ood`).
+    seed : int, default=0
+        Seed of the draw.
+
+    Returns
+    -------
+    dict of str to (torch.Tensor of shape (n, C, H, W), torch.Tensor of shape (n,))
+        Images with pixels in [0, 1] and labels. Digit labels are kept only when ``data`` is
+        MNIST (the sets' classes are then the model's classes); otherwise, and for sets without
+        classes, every label is -1 (no class), so that no accuracy is reported for them.
+
+    Raises
+    ------
+    ValueError
+        If ``names`` is empty, repeats a set or names an unknown one, or ``n`` is out of range.
+
+    Examples
+    --------
+    >>> x, y = torch.rand(10, 3, 32, 32), torch.arange(10)
+    >>> b = load_ood_batches(["digits"], ImageSplit("mnist", x, y, x, y), n=4)
+    >>> tuple(b["digits"][0].shape), b["digits"][1].tolist()
+    ((4, 3, 32, 32), [5, 4, 1, 3])
+    >>> load_ood_batches(["digits"], ImageSplit("cifar10", x, y, x, y), n=4)["digits"][1].tolist()
+    [-1, -1, -1, -1]
+    """
+    names = list(names)
+    if not names or len(set(names)) != len(names):
+        raise ValueError(f"names must be a non-empty list of distinct OOD sets, got {names}")
+    out = {}
+    for name in names:
+        x, y = load_ood(name, n=n, seed=seed, image_shape=data.image_shape)
+        if data.name != "mnist":
+            y = torch.full_like(y, -1)
+        out[name] = (x, y)
+    return out
+
+
+def ood_behaviour(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                  ood: Mapping[str, tuple[torch.Tensor, torch.Tensor]]) -> pd.DataFrame:
+    """What the model does on out-of-distribution data: confidence, accuracy, separability.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A trained classifier from images in [0, 1] to logits ``(N, K)``.
+    x : torch.Tensor of shape (N, C, H, W)
+        In-distribution test images, pixels in [0, 1].
+    y : torch.Tensor of shape (N,)
+        Their labels.
+    ood : mapping of str to (images, labels)
+        Out-of-distribution batches as from :func:`load_ood_batches`; label -1 means "no class
+        of the model" and such images count in no accuracy.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row for ``"in_distribution"``, then one per set: ``dataset``, ``n``,
+        ``mean_confidence`` and ``median_confidence`` (max-softmax, :func:`max_softmax`),
+        ``accuracy`` (over images with a label >= 0; NaN when none has one), and ``auroc``: the
+        area under the ROC curve of max-softmax confidence separating in-distribution (positive)
+        from this set's images, i.e. the probability that a random in-distribution image gets a
+        higher confidence than a random OOD one (0.5: no separation; NaN for the first row).
+
+    Raises
+    ------
+    ValueError
+        If ``ood`` is empty or a batch's images and labels differ in length.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
+    >>> x, y = torch.rand(6, 1, 2, 2), torch.arange(6) % 3
+    >>> t = ood_behaviour(model, x, y, {"same": (x, y), "unlabelled": (x, torch.full((6,), -1))})
+    >>> t["auroc"].tolist()[1:], bool(t["accuracy"].isna().tolist() == [False, False, True])
+    ([0.5, 0.5], True)
+    """
+    from sklearn.metrics import roc_auc_score
+
+    if not ood:
+        raise ValueError("ood must hold at least one out-of-distribution batch")
+    conf_in = max_softmax(model, x)
+    rows = [{"dataset": "in_distribution", "n": len(x), "mean_confidence": conf_in.mean(),
+             "median_confidence": float(np.median(conf_in)), "accuracy": accuracy(model, x, y),
+             "auroc": math.nan}]
+    for name, (x_o, y_o) in ood.items():
+        if len(x_o) != len(y_o):
+            raise ValueError(f"OOD set {name!r}: {len(x_o)} images but {len(y_o)} labels")
+        conf = max_softmax(model, x_o)
+        labelled = y_o >= 0
+        acc = accuracy(model, x_o[labelled], y_o[labelled]) if bool(labelled.any()) else math.nan
+        truth = np.r_[np.ones(len(conf_in)), np.zeros(len(conf))]
+        rows.append({"dataset": name, "n": len(x_o), "mean_confidence": conf.mean(),
+                     "median_confidence": float(np.median(conf)), "accuracy": acc,
+                     "auroc": float(roc_auc_score(truth, np.r_[conf_in, conf]))})
+    return pd.DataFrame(rows)
+
+
+def topolip_vs_accuracy(summary: pd.DataFrame, curves: pd.DataFrame, *,
+                        keys: Sequence[str] = ("arch", "seed", "perturbation", "strength"),
+                        ) -> pd.DataFrame:
+    """Join model TopoLip with the accuracy drop at the same perturbation and strength.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        Model TopoLip per group (:func:`topolip.experiments.model_summaries`), with ``keys``.
+    curves : pandas.DataFrame
+        Accuracy rows (:func:`robustness_curves` with the ``keys`` columns added), with columns
+        ``accuracy``, ``accuracy_clean`` and ``accuracy_drop``.
+    keys : sequence of str
+        Columns identifying a model and a perturbation; ``strength`` is matched to 10
+        significant digits (as the tables are written).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``summary``'s rows and columns with ``accuracy``, ``accuracy_clean`` and
+        ``accuracy_drop`` added.
+
+    Raises
+    ------
+    ValueError
+        If a key column is missing, or a summary row has no matching accuracy (the first few
+        are listed: add the strength to the robustness grid).
+
+    Examples
+    --------
+    >>> s = pd.DataFrame({"arch": ["a"], "seed": [0], "perturbation": ["fgsm"],
+    ...                   "strength": [0.1], "geometric_mean": [1.5]})
+    >>> c = pd.DataFrame({"arch": ["a", "a"], "seed": [0, 0], "perturbation": ["fgsm"] * 2,
+    ...                   "strength": [0.0, 0.1], "accuracy": [0.9, 0.4],
+    ...                   "accuracy_clean": [0.9, 0.9], "accuracy_drop": [0.0, 0.5]})
+    >>> topolip_vs_accuracy(s, c)[["geometric_mean", "accuracy_drop"]].values.tolist()
+    [[1.5, 0.5]]
+    """
+    keys = list(keys)
+    values = ["accuracy", "accuracy_clean", "accuracy_drop"]
+    for name, table, need in (("summary", summary, keys), ("curves", curves, keys + values)):
+        missing = [k for k in need if k not in table.columns]
+        if missing:
+            raise ValueError(f"{name} lacks column(s) {missing}; it has {list(table.columns)}")
+
+    def keyed(t: pd.DataFrame) -> pd.DataFrame:
+        t = t.copy()
+        if "strength" in keys:
+            t["_strength"] = [float(f"{float(v):.10g}") for v in t["strength"]]
+        return t
+
+    on = [k if k != "strength" else "_strength" for k in keys]
+    right = keyed(curves)[on + values]
+    out = keyed(summary).merge(right, on=on, how="left", validate="one_to_one")
+    lost = out[out["accuracy"].isna()]
+    if len(lost):
+        raise ValueError(f"{len(lost)} summary row(s) have no accuracy at the same strength, "
+                         f"e.g. {lost[keys].head(3).to_dict('records')}; add these strengths "
+                         "to the robustness grid")
+    return out.drop(columns=["_strength"], errors="ignore")
+
+
+def rank_correlations(table: pd.DataFrame, x: Sequence[str], y: str, *,
+                      by: str | None = None) -> pd.DataFrame:
+    """Spearman rank correlation of each column of ``x`` with ``y``: pooled, and per group.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per observation (e.g. per model, seed and perturbation).
+    x : sequence of str
+        Columns to correlate with ``y`` (e.g. raw and scale-free TopoLip).
+    y : str
+        The response column (e.g. ``accuracy_drop``).
+    by : str, optional
+        Also correlate within each value of this column (e.g. ``perturbation``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows ``group`` (``"all"`` for the pooled one, then each value of ``by``), ``measure``
+        (the ``x`` column), ``n`` (rows where both are finite), ``rho`` (Spearman's ρ in
+        [-1, 1]) and ``pvalue`` (two-sided, ``scipy.stats.spearmanr``). ``rho`` is NaN when
+        ``n < 3`` or either column is constant on the group.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"a": [1.0, 2, 3, 4], "b": [1.0, 3, 2, 4], "y": [10.0, 20, 30, 40]})
+    >>> rank_correlations(t, ["a", "b"], "y").round(6)[["measure", "n", "rho"]].values.tolist()
+    [['a', 4, 1.0], ['b', 4, 0.8]]
+    """
+    from scipy.stats import ConstantInputWarning, spearmanr
+
+    cols = [*x, y] + ([by] if by is not None else [])
+    missing = [c for c in cols if c not in table.columns]
+    if missing:
+        raise ValueError(f"table lacks column(s) {missing}; it has {list(table.columns)}")
+    groups = [("all", table)]
+    if by is not None:
+        groups += [(str(k), g) for k, g in table.groupby(by, sort=False)]
+    rows = []
+    for name, group in groups:
+        for col in x:
+            a = group[col].to_numpy(dtype=float)
+            b = group[y].to_numpy(dtype=float)
+            ok = np.isfinite(a) & np.isfinite(b)
+            rho = pvalue = math.nan
+            if ok.sum() >= 3:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConstantInputWarning)
+                    res = spearmanr(a[ok], b[ok])
+                rho, pvalue = float(res.statistic), float(res.pvalue)
+            rows.append({"group": name, "measure": col, "n": int(ok.sum()), "rho": rho,
+                         "pvalue": pvalue})
+    return pd.DataFrame(rows)

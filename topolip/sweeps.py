@@ -1,0 +1,248 @@
+r"""Sweeps of TopoLip against model parameters: one parameter varied at a time around a base.
+
+A sweep of architecture ``arch`` takes a base parameter set (e.g. a ViT of depth 2 and width
+32) and a grid ``{parameter: [values]}``; each value of each parameter, with every other
+parameter at its base value, is a *sweep point*. Each point is trained with
+:func:`topolip.train.fit` on a checkpoint named by :func:`topolip.train.checkpoint_path`, so a
+re-run trains nothing that is already finished (and resumes what was interrupted), then measured:
+clean accuracy and model TopoLip (:func:`topolip.metric.summarize`: end-to-end ratio
+``Δ_L/Δ_0``, its per-layer geometric mean ``(Δ_L/Δ_0)^{1/L}`` and the largest layer ratio, raw and
+scale-free) for one perturbation.
+
+References
+----------
+.. [1] B. Chen, "Is Smoothness the Key to Robustness? A Comparison of Attention and Convolution
+   Models Using a Novel Metric", arXiv:2410.17628.
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from .attacks import PERTURBATIONS
+from .data import ImageSplit
+from .experiments import measure_topolip
+from .metric import DistanceSpec, summarize
+from .train import ModelSpec, TrainConfig, checkpoint_path, fit, spec_for
+
+__all__ = ["SweepPoint", "run_sweep", "sweep_points"]
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One model of a sweep: ``parameter`` set to ``value``, the rest at the base.
+
+    ``spec`` is the full :class:`topolip.train.ModelSpec` (data-derived ``in_channels``,
+    ``image_size`` and ``num_classes`` included); ``is_base`` says whether ``value`` is the base
+    value (the same model then appears in every parameter's sweep and is trained once).
+    """
+
+    arch: str
+    parameter: str
+    value: Any
+    spec: ModelSpec
+    is_base: bool
+
+    @property
+    def value_label(self) -> str:
+        """``value`` as compact JSON (``"4"``, ``"[2, 2, 2, 2]"``)."""
+        return json.dumps(self.value)
+
+    @property
+    def value_numeric(self) -> float:
+        """``value`` as a number for plotting; a sequence (ResNet blocks) counts its sum."""
+        if isinstance(self.value, Sequence) and not isinstance(self.value, str):
+            return float(sum(self.value))
+        return float(self.value)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def sweep_points(arch: str, base: Mapping[str, Any], grid: Mapping[str, Sequence[Any]],
+                 data: ImageSplit) -> list[SweepPoint]:
+    """The points of a one-at-a-time sweep, each model built once to check its parameters.
+
+    Parameters
+    ----------
+    arch : str
+        An architecture of :data:`topolip.models.ARCHITECTURES`.
+    base : mapping of str to value
+        Keyword parameters of the architecture's builder at the centre of the sweep.
+    grid : mapping of str to sequence
+        ``{parameter: [value, ...]}``: each parameter is varied over its values, the others held
+        at ``base`` (or at the builder's default if ``base`` does not set them).
+    data : ImageSplit
+        Gives the image shape and number of classes (see :func:`topolip.train.spec_for`).
+
+    Returns
+    -------
+    list of SweepPoint
+        In grid order, parameter by parameter.
+
+    Raises
+    ------
+    ValueError
+        If ``grid`` is empty, a parameter has no values, repeats a value or is not a parameter of
+        the builder, or a point does not build (e.g. a patch size that does not tile the image:
+        the builder's message says why), before anything is trained.
+
+    Examples
+    --------
+    >>> x, y = torch.rand(20, 1, 28, 28), torch.arange(20) % 10
+    >>> d = ImageSplit("toy", x, y, x, y)  # 28x28 gray images, 10 classes
+    >>> pts = sweep_points("conv_stack", {"channels": 4}, {"num_layers": [1, 2]}, d)
+    >>> [(p.parameter, p.value, p.spec.params["channels"], p.is_base) for p in pts]
+    [('num_layers', 1, 4, False), ('num_layers', 2, 4, False)]
+    >>> sweep_points("vit", {}, {"patch_size": [5]}, d)
+    Traceback (most recent call last):
+    ...
+    ValueError: sweep point vit patch_size=5: vit: image_size=28 is not divisible by patch_size=5; choose a patch size that tiles the image
+    """
+    if not isinstance(grid, Mapping) or not grid:
+        raise ValueError(f"grid must be a non-empty mapping {{parameter: [values]}}, got {grid!r}")
+    base = {k: _plain(v) for k, v in dict(base).items()}
+    points = []
+    for parameter, values in grid.items():
+        if isinstance(values, str | bytes) or not isinstance(values, Sequence) or not values:
+            raise ValueError(f"grid[{parameter!r}] must be a non-empty list of values, "
+                             f"got {values!r}")
+        values = [_plain(v) for v in values]
+        if len({json.dumps(v) for v in values}) != len(values):
+            raise ValueError(f"grid[{parameter!r}] repeats a value: {values}")
+        for value in values:
+            spec = spec_for(arch, {**base, parameter: value}, data)
+            try:
+                spec.build()
+            except (ValueError, TypeError) as exc:
+                raise ValueError(f"sweep point {arch} {parameter}={json.dumps(value)}: "
+                                 f"{exc}") from exc
+            is_base = parameter in base and json.dumps(base[parameter]) == json.dumps(value)
+            points.append(SweepPoint(arch, parameter, value, spec, is_base))
+    return points
+
+
+def run_sweep(
+    arch: str,
+    base: Mapping[str, Any],
+    grid: Mapping[str, Sequence[Any]],
+    data: ImageSplit,
+    config: TrainConfig,
+    *,
+    results_dir: str | Path,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    perturbation: Mapping[str, float],
+    spec: DistanceSpec = DistanceSpec(),
+    n_perm: int | None = None,
+    seeds: Sequence[int] = (0,),
+    device: torch.device | str | None = None,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Train every sweep point for every seed (reusing checkpoints) and measure model TopoLip.
+
+    Parameters
+    ----------
+    arch, base, grid, data
+        As :func:`sweep_points`; the models train on ``data.x_train`` and their clean accuracy
+        is taken on ``data.x_test``.
+    config : TrainConfig
+        Training hyper-parameters; its ``seed`` is replaced by each of ``seeds``.
+    results_dir : path
+        Checkpoints go to ``{results_dir}/models/`` (:func:`topolip.train.checkpoint_path`): a
+        finished one is loaded instead of trained, an unfinished one resumed.
+    x : torch.Tensor of shape (m, C, H, W)
+        Clean images (pixels in [0, 1]) whose clouds TopoLip compares.
+    y : torch.Tensor of shape (m,)
+        Their labels.
+    perturbation : mapping of str to float
+        Exactly one ``{kind: strength}`` (ε in pixel units for attacks, severity 0..5 for
+        corruptions), as in :func:`topolip.experiments.measure_topolip`.
+    spec : DistanceSpec
+        Degrees, Wasserstein order ``p`` and ground metric ``q``.
+    n_perm : int, optional
+        Greedy-permutation subsample size for the diagrams.
+    seeds : sequence of int, default=(0,)
+        Training seeds; the perturbation of a model uses its training seed.
+    device : torch.device or str, optional
+        Training device (default :func:`topolip.train.default_device`).
+    progress : bool, default=False
+        Show the training progress bars.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per sweep point and seed: ``arch``, ``parameter``, ``value`` (JSON text),
+        ``value_numeric`` (:attr:`SweepPoint.value_numeric`), ``is_base``, ``seed``,
+        ``parameters`` (trainable weights), ``n_layers`` (probe points after the input, ``L``),
+        ``test_accuracy``, ``perturbation``, ``strength``, ``accuracy_perturbed`` (on ``x``),
+        ``end_to_end``, ``geometric_mean``, ``max`` and the same with suffix ``_scale_free``,
+        ``resumed_from_epoch`` (``config.epochs`` when nothing was trained in this call) and
+        ``checkpoint``.
+
+    Raises
+    ------
+    ValueError
+        If ``perturbation`` does not hold exactly one known kind, ``seeds`` is empty, or a sweep
+        point is invalid (:func:`sweep_points`), before anything is trained.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> g = torch.Generator().manual_seed(0)
+    >>> d = ImageSplit("toy", torch.rand(40, 1, 28, 28, generator=g), torch.arange(40) % 10,
+    ...                torch.rand(20, 1, 28, 28, generator=g), torch.arange(20) % 10)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     t = run_sweep("conv_stack", {"channels": 2}, {"num_layers": [1, 2]}, d,
+    ...                   TrainConfig(epochs=1, batch_size=40), results_dir=tmp,
+    ...                   x=d.x_test[:8], y=d.y_test[:8], perturbation={"gaussian_noise": 3})
+    >>> t[["parameter", "value", "n_layers", "resumed_from_epoch"]].values.tolist()
+    [['num_layers', '1', 2, 0], ['num_layers', '2', 3, 0]]
+    """
+    if not isinstance(perturbation, Mapping) or len(perturbation) != 1:
+        raise ValueError(f"perturbation must be one {{kind: strength}}, got {perturbation!r}")
+    kind = next(iter(perturbation))
+    if kind not in PERTURBATIONS:
+        raise ValueError(f"unknown perturbation {kind!r}; known: {list(PERTURBATIONS)}")
+    seeds = list(seeds)
+    if not seeds or not all(isinstance(s, numbers.Integral) and not isinstance(s, bool)
+                            for s in seeds):
+        raise ValueError(f"seeds must be a non-empty list of integers, got {seeds!r}")
+    points = sweep_points(arch, base, grid, data)
+    measured: dict[Path, dict[str, Any]] = {}
+    rows = []
+    for point in points:
+        for seed in seeds:
+            cfg = replace(config, seed=int(seed))
+            ckpt = checkpoint_path(results_dir, point.spec, cfg, data)
+            result = fit(point.spec, data, cfg, checkpoint=ckpt, device=device,
+                         progress=progress)
+            if ckpt not in measured:
+                table = measure_topolip(result.model, x, y, perturbation, spec, n_perm=n_perm,
+                                        seed=int(seed))
+                measured[ckpt] = {
+                    "parameters": sum(p.numel() for p in result.model.parameters()),
+                    "n_layers": len(table) - 1,
+                    "test_accuracy": result.test_accuracy,
+                    "perturbation": kind,
+                    "strength": table["strength"].iloc[0],
+                    "accuracy_perturbed": float(table["accuracy_perturbed"].iloc[0]),
+                    **summarize(table),
+                }
+            rows.append({"arch": arch, "parameter": point.parameter,
+                         "value": point.value_label, "value_numeric": point.value_numeric,
+                         "is_base": point.is_base, "seed": int(seed), **measured[ckpt],
+                         "resumed_from_epoch": result.resumed_from_epoch,
+                         "checkpoint": str(ckpt)})
+    return pd.DataFrame(rows)
