@@ -24,14 +24,14 @@
 
 # %% tags=["parameters"]
 results_dir = "results/quick"
-seed = 0
-n_samples = 8            # inputs per random layer (the estimate is maximised over them)
-n_iter = 20              # power iterations of the estimate
+theory_seed = 0
+theory_samples = 8            # inputs per random layer (the estimate is maximised over them)
+theory_n_iter = 20              # power iterations of the estimate
 token_dim = 32           # D of the random attention / encoder layers
-num_heads = 4
+theory_heads = 4
 n_tokens = 17            # sequence length of the random attention layers (a 28×28 ViT, patch 7)
-channels = 8             # channels of the random convolutions
-image_size = 12          # side of their inputs, pixels
+theory_channels = 8             # channels of the random convolutions
+theory_image_size = 12          # side of their inputs, pixels
 n_grid = [1, 2, 4, 8, 16, 32, 64, 128, 256, 1024]
 radius_grid = [0.5, 1.0, 2.0, 4.0, 8.0]
 slope_radius = 4.0       # radius at which the √n regime of the attention bound is checked
@@ -58,8 +58,8 @@ import topolip.bounds as tb
 from topolip.figures import save_figure
 
 figures = Path(results_dir) / "figures"
-torch.manual_seed(seed)
-gen = torch.Generator().manual_seed(seed)
+torch.manual_seed(theory_seed)
+gen = torch.Generator().manual_seed(theory_seed)
 
 # %% [markdown]
 # ## 1. Why Lipschitz bounds bound TopoLip
@@ -222,36 +222,36 @@ gen = torch.Generator().manual_seed(seed)
 # ## 4. Every bound against its estimate, on random layers
 #
 # Random layers of every supported kind (PyTorch's default initialisation; BatchNorm statistics
-# drawn at random), random Gaussian inputs, `n_samples` of them. The ratio bound/estimate
+# drawn at random), random Gaussian inputs, `theory_samples` of them. The ratio bound/estimate
 # measures how loose each bound is at these inputs (1 = tight).
 
 # %%
-d, h, c, s = token_dim, num_heads, channels, image_size
+d, h, c, s = token_dim, theory_heads, theory_channels, theory_image_size
 
 
 layers = {
-    "Linear": (nn.Linear(d, 2 * d), torch.randn(n_samples, d, generator=gen)),
-    "Conv2d 3×3": (nn.Conv2d(c, c, 3, padding=1), torch.randn(n_samples, c, s, s, generator=gen)),
+    "Linear": (nn.Linear(d, 2 * d), torch.randn(theory_samples, d, generator=gen)),
+    "Conv2d 3×3": (nn.Conv2d(c, c, 3, padding=1), torch.randn(theory_samples, c, s, s, generator=gen)),
     "Conv2d 3×3 stride 2": (nn.Conv2d(c, 2 * c, 3, stride=2, padding=1),
-                            torch.randn(n_samples, c, s, s, generator=gen)),
-    "Conv2d 1×1": (nn.Conv2d(c, 2 * c, 1), torch.randn(n_samples, c, s, s, generator=gen)),
-    "Conv2d patch (ViT)": (nn.Conv2d(1, d, 4, stride=4), torch.rand(n_samples, 1, s, s, generator=gen)),
-    "BatchNorm2d": (nn.BatchNorm2d(c), torch.randn(n_samples, c, s, s, generator=gen)),
-    "LayerNorm": (nn.LayerNorm(d), torch.randn(n_samples, n_tokens, d, generator=gen)),
-    "ReLU": (nn.ReLU(), torch.randn(n_samples, d, generator=gen)),
-    "GELU": (nn.GELU(), math.sqrt(2) + 0.1 * torch.randn(n_samples, d, generator=gen)),
-    "AdaptiveAvgPool2d": (nn.AdaptiveAvgPool2d(1), torch.randn(n_samples, c, s, s, generator=gen)),
+                            torch.randn(theory_samples, c, s, s, generator=gen)),
+    "Conv2d 1×1": (nn.Conv2d(c, 2 * c, 1), torch.randn(theory_samples, c, s, s, generator=gen)),
+    "Conv2d patch (ViT)": (nn.Conv2d(1, d, 4, stride=4), torch.rand(theory_samples, 1, s, s, generator=gen)),
+    "BatchNorm2d": (nn.BatchNorm2d(c), torch.randn(theory_samples, c, s, s, generator=gen)),
+    "LayerNorm": (nn.LayerNorm(d), torch.randn(theory_samples, n_tokens, d, generator=gen)),
+    "ReLU": (nn.ReLU(), torch.randn(theory_samples, d, generator=gen)),
+    "GELU": (nn.GELU(), math.sqrt(2) + 0.1 * torch.randn(theory_samples, d, generator=gen)),
+    "AdaptiveAvgPool2d": (nn.AdaptiveAvgPool2d(1), torch.randn(theory_samples, c, s, s, generator=gen)),
     "MaxPool2d 3×3": (nn.MaxPool2d(3, stride=1, padding=1),
-                      torch.randn(n_samples, c, s, s, generator=gen)),
-    "MLPBlock": (MLPBlock(d, 2 * d, 0.0), torch.randn(n_samples, n_tokens, d, generator=gen)),
+                      torch.randn(theory_samples, c, s, s, generator=gen)),
+    "MLPBlock": (MLPBlock(d, 2 * d, 0.0), torch.randn(theory_samples, n_tokens, d, generator=gen)),
     "Conv+BN+ReLU": (nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU()),
-                     torch.randn(n_samples, c, s, s, generator=gen)),
-    "BasicBlock": (BasicBlock(c, c), torch.randn(n_samples, c, s, s, generator=gen)),
+                     torch.randn(theory_samples, c, s, s, generator=gen)),
+    "BasicBlock": (BasicBlock(c, c), torch.randn(theory_samples, c, s, s, generator=gen)),
     "MultiheadAttention": (nn.MultiheadAttention(d, h, batch_first=True),
-                           torch.randn(n_samples, n_tokens, d, generator=gen)),
-    "L2SelfAttention": (tb.L2SelfAttention(d, h), torch.randn(n_samples, n_tokens, d, generator=gen)),
+                           torch.randn(theory_samples, n_tokens, d, generator=gen)),
+    "L2SelfAttention": (tb.L2SelfAttention(d, h), torch.randn(theory_samples, n_tokens, d, generator=gen)),
     "EncoderBlock": (EncoderBlock(h, d, 2 * d, 0.0, 0.0),
-                     torch.randn(n_samples, n_tokens, d, generator=gen)),
+                     torch.randn(theory_samples, n_tokens, d, generator=gen)),
 }
 for module, _ in layers.values():  # BatchNorm running statistics and affine maps at random
     for m in module.modules():
@@ -263,7 +263,7 @@ for module, _ in layers.values():  # BatchNorm running statistics and affine map
 rows = []
 for name, (module, x) in layers.items():
     bound = tb.lipschitz_bound(module, x)
-    est = tb.lipschitz_estimate(module, x, n_iter=n_iter, seed=seed)
+    est = tb.lipschitz_estimate(module, x, n_iter=theory_n_iter, seed=theory_seed)
     rows.append({"layer": name, "bound": bound, "estimate": est, "bound / estimate": bound / est})
 random_table = pd.DataFrame(rows).set_index("layer")
 assert (random_table["estimate"] <= random_table["bound"] * (1 + 1e-6)).all(), random_table
@@ -291,19 +291,19 @@ mha = nn.MultiheadAttention(d, h, batch_first=True)
 for radius in radius_grid:
     for n in n_grid:
         b = tb.mha_lipschitz(mha, radius, n)
-        x = torch.randn(n_samples, n, d, generator=gen)
+        x = torch.randn(theory_samples, n, d, generator=gen)
         x = radius * x / x.norm(dim=-1, keepdim=True)
-        est = (tb.lipschitz_estimate(mha, x, n_iter=n_iter, seed=seed)
+        est = (tb.lipschitz_estimate(mha, x, n_iter=theory_n_iter, seed=theory_seed)
                if n <= max_estimate_tokens else np.nan)
         attention_rows.append({"n": n, "R": radius, "width": d, "bound": b, "estimate": est})
 for width in width_grid:
     mha_w = nn.MultiheadAttention(width, h, batch_first=True)
     for n in (4, 16):
-        x = torch.randn(n_samples, n, width, generator=gen)
+        x = torch.randn(theory_samples, n, width, generator=gen)
         x = x / x.norm(dim=-1, keepdim=True)
         attention_rows.append({"n": n, "R": 1.0, "width": width,
                                "bound": tb.mha_lipschitz(mha_w, 1.0, n),
-                               "estimate": tb.lipschitz_estimate(mha_w, x, n_iter=n_iter)})
+                               "estimate": tb.lipschitz_estimate(mha_w, x, n_iter=theory_n_iter)})
 attention = pd.DataFrame(attention_rows)
 assert (attention["estimate"].dropna() <= attention.loc[attention["estimate"].notna(), "bound"]).all()
 
@@ -376,7 +376,7 @@ rows = []
 for sweep, value, conv, hw in conv_rows:
     nb = tb.conv2d_norm_bounds(conv, hw)
     est = tb.lipschitz_estimate(conv, torch.randn(2, conv.in_channels, *hw, generator=gen),
-                                n_iter=n_iter)
+                                n_iter=theory_n_iter)
     rows.append({"sweep": sweep, "value": value, "certified": nb.upper, "method": nb.method,
                  "circular": nb.circular, "cheap": nb.cheap, "estimate": est})
 conv_table = pd.DataFrame(rows)

@@ -33,7 +33,7 @@ split_seed = 0
 n_points = 200
 perturbations = {"fgsm": 0.1, "gaussian_noise": 3}
 estimate_samples = 16    # clean images at which each segment's Jacobian norm is estimated
-n_iter = 30              # power iterations of the estimate
+estimate_n_iter = 30     # power iterations of the estimate
 
 # %%
 from pathlib import Path
@@ -82,7 +82,7 @@ print(f"{len(models)} trained models; clean batch of {n_points} test images; "
 parts = []
 for row in models.itertuples():
     model = load_trained(row.checkpoint).model
-    local = layer_bounds(model, x, estimate_samples=estimate_samples, n_iter=n_iter, seed=row.seed)
+    local = layer_bounds(model, x, estimate_samples=estimate_samples, n_iter=estimate_n_iter, seed=row.seed)
     local.insert(0, "arch", row.arch)
     local.insert(1, "seed", row.seed)
     local.insert(2, "perturbation", "none (local)")
@@ -100,7 +100,7 @@ for row in models.itertuples():
 bounds = pd.concat(parts, ignore_index=True)
 _ = write_table(bounds, tables / "bounds.csv",
                 {"n_points": n_points, "perturbations": perturbations,
-                 "estimate_samples": estimate_samples, "n_iter": n_iter})
+                 "estimate_samples": estimate_samples, "n_iter": estimate_n_iter})
 
 # %% [markdown]
 # The perturbations recreated here are those of the TopoLip table: their input and per-layer
