@@ -310,13 +310,15 @@ def plot_ood_behaviour(table: pd.DataFrame, *, hue: str = "arch") -> plt.Figure:
     fig, axes = plt.subplots(1, 2, figsize=(12, 4), squeeze=False)
     palette = _palette(table[hue])
     sns.barplot(data=table, x="dataset", y="mean_confidence", hue=hue, palette=palette,
-                errorbar="sd", ax=axes[0, 0])
+                errorbar="sd", ax=axes[0, 0], legend=False)
     axes[0, 0].set_ylim(0, 1.02)
     axes[0, 0].set_ylabel("mean max-softmax confidence")
     axes[0, 0].set_title("confidence on each data set")
     ood = table[table["dataset"] != "in_distribution"]
     sns.barplot(data=ood, x="dataset", y="auroc", hue=hue, palette=palette, errorbar="sd",
-                ax=axes[0, 1], legend=False)
+                ax=axes[0, 1])
+    if axes[0, 1].get_legend() is not None:
+        sns.move_legend(axes[0, 1], "upper left", bbox_to_anchor=(1.02, 1), fontsize=8)
     axes[0, 1].axhline(0.5, color="0.4", ls="--", lw=1)
     axes[0, 1].set_ylim(0, 1.02)
     axes[0, 1].set_ylabel("AUROC (max-softmax, in vs OOD)")
