@@ -29,7 +29,10 @@ from topolip.pipeline import read_table, write_table
 
 tables_dir = Path(results_dir) / "tables"
 claims = load_claims("data/claims.yml")
-tables = {name: read_table(tables_dir / f"{name}.csv") for name in ("topolip", "topolip_summary")}
+tables = {name: read_table(tables_dir / f"{name}.csv")
+          for name in ("topolip", "topolip_summary", "robust_topolip_summary",
+                       "topolip_vs_accuracy", "topolip_accuracy_correlations",
+                       "ood_topolip_summary", "ood_behaviour")}
 verdicts = evaluate(claims, tables)
 _ = write_table(verdicts, tables_dir / "verdicts.csv")
 
@@ -42,8 +45,9 @@ pd.DataFrame([{"id": c.id, "statement": c.statement, "source": c.source} for c i
 # %% [markdown]
 # ## Verdicts
 #
-# `attention` and `convolution` are the seed means of the compared quantity (lower is what the
-# claim predicts for attention), `spread` the pooled standard deviation over seeds.
+# `attention` and `convolution` are the seed means of the compared quantity (the claim predicts
+# the lower value for attention, except for the AUROC, where it predicts the higher one),
+# `spread` the pooled standard deviation over seeds.
 
 # %%
 verdicts.style.format(precision=4, na_rep="").hide(axis="index")

@@ -68,3 +68,30 @@ def test_registry_loads_and_rejects_bad_entries(tmp_path):
     bad.write_text("- {id: a, statement: s}\n")
     with pytest.raises(ValueError, match=r"lacks \['source', 'check'\]"):
         load_claims(bad)
+
+
+def test_ood_auroc_higher_is_the_claim_and_correlation_sign_decides():
+    ood = pd.DataFrame({"arch": ["vit", "vit", "resnet", "resnet", "vit"],
+                        "seed": [0, 1, 0, 1, 0],
+                        "dataset": ["digits"] * 4 + ["in_distribution"],
+                        "auroc": [0.9, 0.92, 0.6, 0.62, float("nan")]})
+    c = Claim("ood", "attention separates OOD better", "test", "higher_ood_auroc")
+    v = evaluate([c], {"ood_behaviour": ood})
+    assert v[["comparison", "verdict"]].values.tolist() == [
+        ["vit vs resnet, digits: auroc", "supported"]]
+    corr = pd.DataFrame({"group": ["all", "all", "all", "fgsm"],
+                         "measure": ["a", "b", "c", "a"], "n": [50, 50, 50, 8],
+                         "rho": [0.5, -0.6, 0.1, 0.9], "pvalue": [0.001, 0.001, 0.4, 0.01]})
+    s = Claim("s", "smooth is robust", "test", "smoothness_predicts_robustness")
+    assert evaluate([s], {"topolip_accuracy_correlations": corr})["verdict"].tolist() == [
+        "supported", "contradicted", "inconclusive"]
+
+
+def test_registry_options_reach_the_check():
+    t = summary([2.0, 2.1], [1.0, 1.1])["topolip_summary"].rename(
+        columns={"perturbation": "ood_set"})
+    c = Claim("o", "smoother on OOD", "test", "lower_topolip",
+              {"table": "ood_topolip_summary", "group": "ood_set"})
+    v = evaluate([c], {"ood_topolip_summary": t})
+    assert v["verdict"].tolist() == ["contradicted"]
+    assert v["comparison"].tolist() == ["vit vs resnet, fgsm: geometric_mean_scale_free"]

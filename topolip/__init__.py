@@ -12,8 +12,8 @@ import importlib
 __version__ = "0.1.0"
 
 _SUBMODULES = (
-    "attacks", "bounds", "corruptions", "data", "diagrams", "distances", "figures", "metric",
-    "models", "pipeline", "train", "cli",
+    "attacks", "bounds", "claims", "corruptions", "data", "diagrams", "distances", "experiments",
+    "figures", "io", "metric", "models", "pipeline", "robustness", "sweeps", "train", "cli",
 )
 __all__ = ["__version__", *_SUBMODULES]
 

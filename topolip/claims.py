@@ -39,7 +39,10 @@ class Claim:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The outcome of one check on one comparison (a pair of architectures, a perturbation)."""
+    """The outcome of one check on one comparison (a pair of architectures, a perturbation).
+
+    ``attention`` and ``convolution`` are the seed means of the compared quantity, ``spread``
+    their pooled standard deviation."""
 
     claim: str
     comparison: str
@@ -98,36 +101,71 @@ def _compare(claim: str, comparison: str, att: pd.Series, conv: pd.Series,
                    "pooled sd")
 
 
-def lower_topolip(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
-    """Attention's model TopoLip (option ``measure``, a column of ``topolip_summary``) is lower
-    than convolution's, per family pair and perturbation."""
-    summary = tables["topolip_summary"]
-    measure = claim.options.get("measure", "geometric_mean_scale_free")
+def _pairwise(claim: Claim, table: pd.DataFrame, column: str, group: str,
+              lower_is_claimed: bool) -> list[Verdict]:
     out = []
     for att, conv in FAMILY_PAIRS:
-        for kind, part in summary.groupby("perturbation", sort=False):
+        for key, part in table.groupby(group, sort=False):
             if att not in set(part["arch"]) or conv not in set(part["arch"]):
                 continue
-            out.append(_compare(claim.id, f"{att} vs {conv}, {kind}: {measure}",
-                                part.loc[part["arch"] == att, measure],
-                                part.loc[part["arch"] == conv, measure]))
+            out.append(_compare(claim.id, f"{att} vs {conv}, {key}: {column}",
+                                part.loc[part["arch"] == att, column],
+                                part.loc[part["arch"] == conv, column], lower_is_claimed))
     return out
 
 
+def lower_topolip(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
+    """Attention's model TopoLip is lower than convolution's, per family pair and group.
+
+    Options: ``table`` (default ``topolip_summary``; any model-summary table with ``arch`` and
+    one row per seed), ``measure`` (default ``geometric_mean_scale_free``) and ``group`` (the
+    column naming the perturbation or data set, default ``perturbation``).
+    """
+    o = claim.options
+    return _pairwise(claim, tables[o.get("table", "topolip_summary")],
+                     o.get("measure", "geometric_mean_scale_free"),
+                     o.get("group", "perturbation"), lower_is_claimed=True)
+
+
 def smaller_accuracy_drop(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
-    """Attention's accuracy drop (clean minus perturbed, on the TopoLip batch) is smaller."""
-    t = tables["topolip"]
-    per_model = (t.groupby(["arch", "seed", "perturbation"], sort=False)
-                 [["accuracy_clean", "accuracy_perturbed"]].first().reset_index())
-    per_model["drop"] = per_model["accuracy_clean"] - per_model["accuracy_perturbed"]
+    """Attention loses less accuracy to a perturbation, per family pair and perturbation.
+
+    Option ``table``: a table with ``accuracy_drop`` per arch, seed and perturbation (default:
+    derived from ``topolip``'s ``accuracy_clean - accuracy_perturbed``).
+    """
+    name = claim.options.get("table")
+    if name is None:
+        t = tables["topolip"]
+        t = (t.groupby(["arch", "seed", "perturbation"], sort=False)
+             [["accuracy_clean", "accuracy_perturbed"]].first().reset_index())
+        t["accuracy_drop"] = t["accuracy_clean"] - t["accuracy_perturbed"]
+    else:
+        t = tables[name]
+    return _pairwise(claim, t, "accuracy_drop", "perturbation", lower_is_claimed=True)
+
+
+def higher_ood_auroc(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
+    """Attention separates out-of-distribution inputs from test inputs better: a higher AUROC of
+    the max-softmax confidence (``ood_behaviour``), per family pair and OOD set."""
+    t = tables["ood_behaviour"].dropna(subset=["auroc"])
+    return _pairwise(claim, t, "auroc", "dataset", lower_is_claimed=False)
+
+
+def smoothness_predicts_robustness(claim: Claim,
+                                   tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
+    """Lower model TopoLip goes with a smaller accuracy drop: Spearman's ρ over all models and
+    perturbations (``topolip_accuracy_correlations``, group ``all``) is positive at p < 0.05
+    (supported), negative at p < 0.05 (contradicted), else inconclusive."""
+    t = tables["topolip_accuracy_correlations"]
     out = []
-    for att, conv in FAMILY_PAIRS:
-        for kind, part in per_model.groupby("perturbation", sort=False):
-            if att not in set(part["arch"]) or conv not in set(part["arch"]):
-                continue
-            out.append(_compare(claim.id, f"{att} vs {conv}, {kind}: accuracy drop",
-                                part.loc[part["arch"] == att, "drop"],
-                                part.loc[part["arch"] == conv, "drop"]))
+    for row in t[t["group"] == "all"].itertuples():
+        if row.pvalue < 0.05:
+            verdict = "supported" if row.rho > 0 else "contradicted"
+        else:
+            verdict = "inconclusive"
+        out.append(Verdict(claim.id, f"all perturbations: {row.measure}", verdict,
+                           detail=f"Spearman rho = {row.rho:.3f}, p = {row.pvalue:.2g}, "
+                                  f"n = {row.n}"))
     return out
 
 
@@ -144,6 +182,8 @@ def envelope_holds(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Ver
 CHECKS: dict[str, Callable[[Claim, Mapping[str, pd.DataFrame]], list[Verdict]]] = {
     "lower_topolip": lower_topolip,
     "smaller_accuracy_drop": smaller_accuracy_drop,
+    "higher_ood_auroc": higher_ood_auroc,
+    "smoothness_predicts_robustness": smoothness_predicts_robustness,
     "envelope_holds": envelope_holds,
 }
 
