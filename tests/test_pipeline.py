@@ -134,4 +134,5 @@ def test_cli_reports_errors_without_traceback(tmp_path, capsys):
     assert "unknown parameter 'epoch'; did you mean 'epochs'?" in err
     assert "Traceback" not in err
     assert main(["params", "--root", str(tmp_path)]) == 0
-    assert "epochs = 8    # 01_train" in capsys.readouterr().out
+    epochs = load_profile("quick", root=ROOT)["epochs"]
+    assert f"epochs = {epochs}    # 01_train\n" in capsys.readouterr().out
