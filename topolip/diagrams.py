@@ -35,7 +35,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["FILTRATION", "Diagram", "RipsDiagrams", "check_diagram", "rips_diagrams"]
+__all__ = [
+    "FILTRATION", "Diagram", "RipsDiagrams", "check_diagram", "check_points", "rips_diagrams",
+]
 
 #: The filtration convention recorded on every result of :func:`rips_diagrams`.
 FILTRATION = (
@@ -301,34 +303,51 @@ class RipsDiagrams:
         return {k: d.array for k, d in zip(self.degrees, self.diagrams, strict=True)}
 
 
-def _check_points(points) -> np.ndarray:
+def check_points(points, name: str = "points") -> np.ndarray:
+    """Validate a point cloud: float64 array of shape (m, d) with m >= 2, d >= 1, all finite.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, the expected and the received shape, and the fix, for a non-numeric
+        input, a rank other than 2, fewer than 2 points or NaN/inf coordinates.
+
+    Examples
+    --------
+    >>> check_points([[0, 1], [2, 3]]).dtype
+    dtype('float64')
+    >>> check_points([[0.0, float("nan")], [1, 1]], name="activations at 'block1'")
+    Traceback (most recent call last):
+    ...
+    ValueError: activations at 'block1': expected finite coordinates, got NaN in row 0 (1 bad rows of 2); drop or repair these samples (a diverged activation?) before computing diagrams
+    """
     try:
         X = np.array(points, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise ValueError(
-            f"points: expected a numeric array of shape (m, d), got {type(points).__name__} "
+            f"{name}: expected a numeric array of shape (m, d), got {type(points).__name__} "
             f"that does not convert to float64 ({exc}); flatten each sample's activations "
             f"into one row"
         ) from None
     if X.ndim != 2:
         raise ValueError(
-            f"points: expected a 2-d array of shape (m, d) (one row per sample), got "
+            f"{name}: expected a 2-d array of shape (m, d) (one row per sample), got "
             f"{X.ndim}-d array of shape {X.shape}; flatten each sample, e.g. "
             f"points.reshape(len(points), -1)"
         )
     if X.shape[0] < 2:
         raise ValueError(
-            f"points: expected at least 2 points (rows), got shape {X.shape}; a persistence "
+            f"{name}: expected at least 2 points (rows), got shape {X.shape}; a persistence "
             f"diagram of fewer than 2 points carries no distance information"
         )
     if X.shape[1] < 1:
-        raise ValueError(f"points: expected at least 1 coordinate per point, got shape {X.shape}")
+        raise ValueError(f"{name}: expected at least 1 coordinate per point, got shape {X.shape}")
     if not np.isfinite(X).all():
         bad = ~np.isfinite(X)
         row = int(np.flatnonzero(bad.any(axis=1))[0])
         kind = "NaN" if np.isnan(X[row]).any() else "inf"
         raise ValueError(
-            f"points: expected finite coordinates, got {kind} in row {row} "
+            f"{name}: expected finite coordinates, got {kind} in row {row} "
             f"({int(bad.any(axis=1).sum())} bad rows of {X.shape[0]}); drop or repair "
             f"these samples (a diverged activation?) before computing diagrams"
         )
@@ -465,7 +484,7 @@ def rips_diagrams(points, degrees=(0, 1), n_perm: int | None = None) -> RipsDiag
     >>> res.r_cover, res.idx_perm is None
     (0.0, True)
     """
-    X = _check_points(points)
+    X = check_points(points)
     degs = _check_degrees(degrees)
     m = n_points = X.shape[0]
     if n_perm is not None:

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy.spatial.distance import pdist
 
-from .diagrams import rips_diagrams
+from .diagrams import check_points, rips_diagrams
 from .distances import diagram_distance
 
 __all__ = [
@@ -80,17 +80,6 @@ class DistanceSpec:
                 + "+".join(f"H{k}" for k in self.degrees))
 
 
-def _check_cloud(points: np.ndarray, name: str) -> np.ndarray:
-    a = np.asarray(points, dtype=np.float64)
-    if a.ndim != 2:
-        raise ValueError(f"{name} must be a point cloud of shape (m, d), got shape {a.shape}")
-    if a.shape[0] < 2:
-        raise ValueError(f"{name} has {a.shape[0]} point(s); a diagram needs at least 2")
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name} holds NaN or inf activations")
-    return a
-
-
 def median_pairwise_distance(points: np.ndarray) -> float:
     """``s_ℓ``: the median Euclidean distance over all pairs of rows of ``points`` (m, d).
 
@@ -105,7 +94,7 @@ def median_pairwise_distance(points: np.ndarray) -> float:
     >>> median_pairwise_distance(np.array([[0.0, 0], [3, 4], [0, 8]]))
     5.0
     """
-    a = _check_cloud(points, "points")
+    a = check_points(points, "points")
     s = float(np.median(pdist(a)))
     if s <= 0:
         raise ValueError("all points coincide: the median pairwise distance is 0")
@@ -125,7 +114,7 @@ def layer_diagrams(acts: Mapping[str, np.ndarray], spec: DistanceSpec = Distance
     n_perm : int, optional
         Greedy-permutation subsample size (the covering radius is recorded in the result).
     """
-    return {label: rips_diagrams(_check_cloud(a, f"activations at {label!r}"),
+    return {label: rips_diagrams(check_points(a, f"activations at {label!r}"),
                                  degrees=spec.degrees, n_perm=n_perm)
             for label, a in acts.items()}
 
@@ -170,8 +159,8 @@ def topological_displacement(clean: np.ndarray, perturbed: np.ndarray,
     >>> round(topological_displacement(square, 2 * square), 5)
     3.62132
     """
-    a = rips_diagrams(_check_cloud(clean, "clean"), degrees=spec.degrees, n_perm=n_perm)
-    b = rips_diagrams(_check_cloud(perturbed, "perturbed"), degrees=spec.degrees, n_perm=n_perm)
+    a = rips_diagrams(check_points(clean, "clean"), degrees=spec.degrees, n_perm=n_perm)
+    b = rips_diagrams(check_points(perturbed, "perturbed"), degrees=spec.degrees, n_perm=n_perm)
     return _distance(a, b, spec)
 
 
@@ -235,8 +224,8 @@ def topolip_table(
     rows = []
     prev_sf = None
     for depth, label in enumerate(labels):
-        a = _check_cloud(clean[label], f"clean activations at {label!r}")
-        b = _check_cloud(perturbed[label], f"perturbed activations at {label!r}")
+        a = check_points(clean[label], f"clean activations at {label!r}")
+        b = check_points(perturbed[label], f"perturbed activations at {label!r}")
         dgm_a = clean_diagrams[label]
         dgm_b = rips_diagrams(b, degrees=spec.degrees, n_perm=n_perm)
         scale = median_pairwise_distance(a)
