@@ -36,6 +36,11 @@ ARCHS = {"vit", "resnet", "attention_stack", "conv_stack"}
 @pytest.mark.slow
 def test_chain_and_book(tmp_path):
     root = stage(ROOT, tmp_path)
+    # a repository root holds .venv and results/: the book must not read files outside its toc
+    # (installed packages ship Markdown and notebooks with broken references)
+    decoy = root / ".venv/lib/site-packages/pkg/README.md"
+    decoy.parent.mkdir(parents=True)
+    decoy.write_text("# Decoy\n\nSee [missing](./nowhere.txt) and {cite}`no_such_key`.\n")
     params = apply_overrides(load_profile("quick", root=root), TINY)
     runs = run_chain(root, params, log=lambda _: None)
     assert [r.name for r in runs] == [p.stem for p in sorted((ROOT / "notebooks").glob("[0-9]*.py"))]
