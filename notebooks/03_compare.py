@@ -33,7 +33,7 @@ summary = read_table(tables / "topolip_summary.csv")
 
 # %%
 fig = plot_topolip_by_layer(table)
-save_figure(fig, Path(results_dir) / "figures" / "topolip_by_layer.png")
+_ = save_figure(fig, Path(results_dir) / "figures" / "topolip_by_layer.png")
 
 # %% [markdown]
 # ## Clean accuracy and model TopoLip

@@ -116,7 +116,7 @@ _ = write_table(model_summaries(topo), tables / "robust_topolip_summary.csv", ru
 # %%
 curves = read_table(tables / "robustness.csv")
 fig = plot_accuracy_curves(curves)
-save_figure(fig, figures / "robustness_curves.png")
+_ = save_figure(fig, figures / "robustness_curves.png")
 
 # %% [markdown]
 # Mean ± standard deviation over seeds of the accuracy, per architecture (columns) and
@@ -148,7 +148,7 @@ print(f"strength-0 accuracy checked on {len(clean)} (model, seed, kind) rows")
 # %%
 topo = read_table(tables / "robust_topolip.csv")
 fig = plot_topolip_by_layer(topo)
-save_figure(fig, figures / "robust_topolip_by_layer.png")
+_ = save_figure(fig, figures / "robust_topolip_by_layer.png")
 
 # %% [markdown]
 # A corruption does not depend on the model: with the same seed, every architecture sees the
@@ -181,7 +181,7 @@ _ = write_table(corr, tables / "topolip_accuracy_correlations.csv", run_params)
 joined = read_table(tables / "topolip_vs_accuracy.csv")
 corr = read_table(tables / "topolip_accuracy_correlations.csv")
 fig = plot_topolip_vs_accuracy(joined)
-save_figure(fig, figures / "topolip_vs_accuracy.png")
+_ = save_figure(fig, figures / "topolip_vs_accuracy.png")
 
 # %%
 corr.pivot(index="group", columns="measure", values=["rho", "pvalue", "n"]).round(3)

@@ -99,7 +99,7 @@ _ = write_table(pd.concat(behaviour_parts, ignore_index=True), tables / "ood_beh
 # %%
 topo = read_table(tables / "ood_topolip.csv")
 fig = plot_topolip_by_layer(topo, row="ood_set")
-save_figure(fig, figures / "ood_topolip_by_layer.png")
+_ = save_figure(fig, figures / "ood_topolip_by_layer.png")
 
 # %% [markdown]
 # Every model sees the same clean and OOD images, so the input-layer displacement $\Delta_0$
@@ -135,7 +135,7 @@ behaviour = read_table(tables / "ood_behaviour.csv")
 own = behaviour[behaviour["dataset"] == "in_distribution"].merge(models, on=["arch", "seed"])
 assert (own["accuracy"] - own["test_accuracy"]).abs().max() < 1e-12, "same test set as training"
 fig = plot_ood_behaviour(behaviour)
-save_figure(fig, figures / "ood_behaviour.png")
+_ = save_figure(fig, figures / "ood_behaviour.png")
 
 # %%
 (behaviour.groupby(["dataset", "arch"], sort=False)[["mean_confidence", "accuracy", "auroc"]]

@@ -69,10 +69,7 @@ def plot_topolip_by_layer(table: pd.DataFrame, *, hue: str = "arch",
             sns.lineplot(data=part, x="depth", y=col, hue=hue, palette=palette, marker="o",
                          errorbar="sd", ax=ax, legend=(i == 0 and j == 0))
             ax.axhline(1.0, color="0.4", ls="--", lw=1)
-            ax.set_yscale("log")
-            ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
-            ax.yaxis.set_minor_formatter(mticker.FormatStrFormatter("%g"))
-            ax.tick_params(axis="y", which="minor", labelsize=7)
+            _log_axis(ax)
             ax.set_title(f"{where}: {title} TopoLip")
             ax.set_xlabel("probe depth ℓ (1 = first probe after the input)")
             ax.set_ylabel("TopoLip$_\\ell$ = Δ$_\\ell$ / Δ$_{\\ell-1}$")
@@ -80,10 +77,20 @@ def plot_topolip_by_layer(table: pd.DataFrame, *, hue: str = "arch",
     return fig
 
 
+class _PlainLogFormatter(mticker.LogFormatter):
+    """matplotlib's log-axis label policy, with plain numbers (0.6, 2, 10) as labels."""
+
+    def _num_to_string(self, x, vmin, vmax):  # noqa: ARG002 - matplotlib's signature
+        return f"{x:g}"
+
+
 def _log_axis(ax: plt.Axes) -> None:
+    """Log y axis with plain numbers; minor ticks labelled only when the axis spans about one
+    decade or less (matplotlib's ``minor_thresholds``), so wide ranges stay readable."""
     ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
-    ax.yaxis.set_minor_formatter(mticker.FormatStrFormatter("%g"))
+    ax.yaxis.set_major_formatter(_PlainLogFormatter(labelOnlyBase=False))
+    ax.yaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False,
+                                                    minor_thresholds=(1, 0.4)))
     ax.tick_params(axis="y", which="minor", labelsize=7)
 
 
