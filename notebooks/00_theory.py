@@ -7,7 +7,7 @@
 # %% [markdown]
 # # Theory: Lipschitz bounds for every probed layer
 #
-# TopoLip is meant to serve theory and experiment at once (DESIGN.md section 2). This chapter is
+# TopoLip is meant to serve theory and experiment at once (book/method.md). This chapter is
 # the theory side: for every kind of layer the models of this book probe, a closed-form upper
 # bound on its Lipschitz constant, derived here or taken from the literature (each says which),
 # and a numerical check of every bound against an empirical local estimate on random layers.
@@ -77,7 +77,7 @@ gen = torch.Generator().manual_seed(theory_seed)
 # $$ W_{\infty,\infty}\big(\mathrm{Dgm}(H_\ell X), \mathrm{Dgm}(H_\ell \tilde X)\big)
 #    \;\le\; 2\varepsilon_\ell \;\le\; 2\,\Big(\prod_{j\le\ell}\mathrm{Lip}(f_j)\Big)\,\varepsilon_0 .$$
 #
-# This is the *certified envelope* of DESIGN.md. Each factor is one layer's Lipschitz constant,
+# This is the *certified envelope* of the method page. Each factor is one layer's Lipschitz constant,
 # so with per-layer bounds $L_j \ge \mathrm{Lip}(f_j)$ the growth of the bottleneck
 # displacement through layer $\ell$ is controlled by $2L_\ell$, the *theoretical TopoLip bound*
 # of the layer. (Strictly, $2L_\ell$ bounds $W_{\infty,\infty,\ell}/\varepsilon_{\ell-1}$; the

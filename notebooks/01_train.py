@@ -59,7 +59,10 @@ for arch in archs:
         config = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr,
                              weight_decay=weight_decay, seed=seed)
         ckpt = checkpoint_path(results_dir, spec, config, data)
-        result = fit(spec, data, config, checkpoint=ckpt, device=device)
+        result = fit(spec, data, config, checkpoint=ckpt, device=device, progress=False)
+        print(f"{arch} seed {seed}: test accuracy {result.test_accuracy:.3f} after {epochs} "
+              f"epochs" + (f" (resumed at epoch {result.resumed_from_epoch})"
+                           if result.resumed_from_epoch else ""))
         n_params = sum(p.numel() for p in result.model.parameters())
         rows.append({"arch": arch, "seed": seed, "test_accuracy": result.test_accuracy,
                      "parameters": n_params, "epochs": epochs,

@@ -65,11 +65,12 @@ for row in models.itertuples():
 import pandas as pd
 
 table = pd.concat(parts, ignore_index=True)
-_ = write_table(table, tables / "topolip.csv",
-            {"dataset": dataset, "n_points": n_points, "perturbations": perturbations,
-             "degrees": degrees, "p": p, "q": q, "n_perm": n_perm})
+run_params = {"dataset": dataset, "n_train": n_train, "n_test": n_test,
+              "split_seed": split_seed, "n_points": n_points, "perturbations": perturbations,
+              "degrees": degrees, "p": p, "q": q, "n_perm": n_perm}
+_ = write_table(table, tables / "topolip.csv", run_params)
 summaries = model_summaries(table)
-_ = write_table(summaries, tables / "topolip_summary.csv")
+_ = write_table(summaries, tables / "topolip_summary.csv", run_params)
 
 # %% [markdown]
 # ## Per-layer values

@@ -34,7 +34,8 @@ tables = {name: read_table(tables_dir / f"{name}.csv")
                        "topolip_vs_accuracy", "topolip_accuracy_correlations",
                        "ood_topolip_summary", "ood_behaviour")}
 verdicts = evaluate(claims, tables)
-_ = write_table(verdicts, tables_dir / "verdicts.csv")
+_ = write_table(verdicts, tables_dir / "verdicts.csv",
+                {"results_dir": results_dir, "claims": "data/claims.yml"})
 
 # %% [markdown]
 # ## The claims

@@ -84,7 +84,7 @@ def test_persim_silently_drops_infinite_points_we_do_not():
     with pytest.warns(UserWarning, match="non-finite death"):
         theirs = persim.wasserstein(a, b)
     assert math.isfinite(theirs)  # persim: essential class dropped, finite answer
-    assert wasserstein(a, b, q=2) == INF  # ours: the policy of DESIGN.md section 2
+    assert wasserstein(a, b, q=2) == INF  # ours: the policy of the method page (book/method.md)
     with pytest.warns(UserWarning, match="non-finite death"):
         assert math.isfinite(persim.bottleneck(a, b))
     assert bottleneck(a, b) == INF
@@ -522,7 +522,7 @@ def test_diagram_distance_errors():
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000), eps=st.floats(1e-4, 0.3))
 def test_certified_envelope_bottleneck_at_most_twice_the_perturbation(seed, eps):
-    """W_{inf,inf}(Dgm X, Dgm X~) <= 2 max_i |x_i - x~_i| (DESIGN.md, certified envelope)."""
+    """W_{inf,inf}(Dgm X, Dgm X~) <= 2 max_i |x_i - x~_i| (method page, certified envelope)."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(25, 3))
     noise = rng.normal(size=X.shape)

@@ -94,6 +94,10 @@ def test_chain_and_book(tmp_path):
     per_layer = (html / "book/notebooks/02_topolip.html").read_text()
     assert "topolip_scale_free" in per_layer and "final_norm" in per_layer and "pool" in per_layer
     assert (html / "book/intro.html").exists() and (html / "book/method.html").exists()
+    verdict = (html / "book/notebooks/08_verdict.html").read_text()
+    assert "attention-smoother" in verdict and "envelope" in verdict
+    assert re.search(r"\b(supported|contradicted|inconclusive)\b", verdict)
+    assert "Traceback" not in verdict and "Traceback" not in compare
 
     # a second run executes nothing: every notebook is cached
     assert all(r.cached for r in run_chain(root, params, log=lambda _: None))

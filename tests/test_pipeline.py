@@ -107,7 +107,13 @@ def test_run_injects_parameters_caches_and_reruns_on_change(tmp_path):
     assert (root / "results/t/n.txt").read_text() == "63"
     assert [r.cached for r in first] == [False]
     out = root / "book/notebooks/01_nb.ipynb"
-    assert "n = 3" in out.read_text()  # papermill's injected-parameters cell
+    import nbformat
+
+    cells = nbformat.read(out, as_version=4).cells
+    injected = [c for c in cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and "n = 3" in injected[0].source
+    defaults = [c for c in cells if "parameters" in c.metadata.get("tags", [])]
+    assert defaults[0].metadata["tags"] == ["parameters", "remove-cell"], "book shows one cell"
     second = run_chain(root, {"n": 3}, log=logs.append)
     assert [r.cached for r in second] == [True]
     third = run_chain(root, {"n": 4}, log=logs.append)
@@ -124,6 +130,10 @@ def test_failing_cell_raises_and_keeps_the_partial_notebook(tmp_path):
         run_chain(root, {}, log=lambda _: None)
     assert (root / "book/notebooks/01_nb.partial.ipynb").exists()
     assert not (root / "book/notebooks/01_nb.ipynb").exists()
+    # fixed: the run succeeds and the stale partial notebook goes
+    (root / "notebooks/01_nb.py").write_text(GOOD)
+    run_chain(root, {}, log=lambda _: None)
+    assert not (root / "book/notebooks/01_nb.partial.ipynb").exists()
 
 
 def test_cli_reports_errors_without_traceback(tmp_path, capsys):

@@ -11,6 +11,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -54,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
                            help="run only this notebook (repeatable), e.g. 02_topolip")
             p.add_argument("--force", action="store_true", help="ignore the notebook cache")
     args = parser.parse_args(argv)
+    if hasattr(signal, "SIGPIPE"):  # `topolip params | head` ends quietly, as Unix tools do
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         params = _params(args)
         if args.command == "params":

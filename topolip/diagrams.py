@@ -2,7 +2,7 @@ r"""Persistence diagrams of point clouds (Vietoris--Rips, through ripser).
 
 This module turns a point cloud, an ``(m, d)`` array such as the flattened
 activations of ``m`` samples at one layer, into its persistence diagrams and
-keeps the conventions of the companion (DESIGN.md, section 2) explicit:
+keeps the conventions of the companion (book/method.md) explicit:
 
 * the filtration is Vietoris--Rips on the Euclidean metric, a simplex enters
   at its diameter (ripser's convention), computed to full threshold with

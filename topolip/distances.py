@@ -1,6 +1,6 @@
 r"""Exact distances between persistence diagrams: Wasserstein and bottleneck.
 
-DESIGN.md, section 2 (the companion's formalization): :math:`W_{p,q}(D, D')`
+the method page (book/method.md) (the companion's formalization): :math:`W_{p,q}(D, D')`
 is the ``p``-Wasserstein distance between diagrams with the :math:`\ell_q`
 ground metric on the plane and free matching to the diagonal;
 :math:`p = \infty` is the bottleneck distance. Defaults ``p = 1``,
@@ -590,7 +590,7 @@ def _per_degree(dgms, name: str) -> dict[int, object]:
 def diagram_distance(
     dgms_a, dgms_b, p: float = 1.0, q: float = math.inf, degrees=None, *, method: str = "auto"
 ) -> float:
-    r"""Distance between the diagrams of several degrees, combined as in DESIGN.md.
+    r"""Distance between the diagrams of several degrees, combined as on the method page (book/method.md).
 
     Parameters
     ----------
@@ -629,7 +629,7 @@ def diagram_distance(
 
     References
     ----------
-    .. [1] B. Chen, arXiv:2410.17628 (TopoLip); DESIGN.md section 2.
+    .. [1] B. Chen, arXiv:2410.17628 (TopoLip); the method page (book/method.md).
 
     Examples
     --------

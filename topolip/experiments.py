@@ -93,7 +93,7 @@ def measure_ood(
 ) -> pd.DataFrame:
     """Per-layer TopoLip of ``model`` under distribution shift: clean batch against each OOD set.
 
-    The "perturbed" cloud of layer ``ℓ`` is ``H_ℓ`` of another data set (DESIGN.md section 2),
+    The "perturbed" cloud of layer ``ℓ`` is ``H_ℓ`` of another data set (book/method.md),
     so the samples are not paired: ``topolip_table(..., paired=False)``, and ``eps``,
     ``bottleneck`` and ``envelope`` are NaN (no certified envelope exists without pairing).
 

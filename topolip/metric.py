@@ -1,6 +1,6 @@
 """The TopoLip metric: topological displacement per layer and its layer-to-layer ratio.
 
-Definitions (DESIGN.md section 2; this companion's formalization of arXiv:2410.17628, whose full
+Definitions (book/method.md; this companion's formalization of arXiv:2410.17628, whose full
 text we do not have): for a clean batch ``X`` and a perturbed batch ``X̃`` the topological
 displacement at probe point ``ℓ`` is
 

@@ -1,4 +1,4 @@
-"""Lipschitz bounds for every probed layer, and their empirical check (DESIGN.md section 2).
+"""Lipschitz bounds for every probed layer, and their empirical check (book/method.md).
 
 Public entry points:
 

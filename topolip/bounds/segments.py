@@ -2,7 +2,7 @@ r"""Bounds applied to the models the project builds: one segment per probe point
 
 A model built by :func:`topolip.models.build_model` carries ``probe_points``; the map from one
 probe point's activation to the next one's is a *segment* ``f_ℓ``, so that
-``h_ℓ = f_ℓ ∘ … ∘ f_1`` (DESIGN.md section 2). :func:`model_segments` cuts a model into these
+``h_ℓ = f_ℓ ∘ … ∘ f_1`` (book/method.md). :func:`model_segments` cuts a model into these
 segments (as modules sharing the model's weights) and :func:`layer_bounds` gives, per segment,
 the bound from the actual weights and the observed inputs, the local estimate, their chained
 product and, for paired perturbations, the certified chain ``ε_ℓ ≤ Lip(f_ℓ) ε_{ℓ−1}``.
@@ -182,7 +182,7 @@ def layer_bounds(
     -----
     Stability of persistence (Cohen-Steiner, Edelsbrunner and Harer 2007) under a perturbation
     of the distance matrix by at most ``2ε_ℓ`` gives ``W_{∞,∞} ≤ 2ε_ℓ ≤ 2 Π_j Lip(f_j) ε_0``
-    (DESIGN.md section 2, certified envelope).
+    (book/method.md, certified envelope).
 
     References
     ----------

@@ -3,7 +3,7 @@
 The earlier version of the paper (*"Feature Learning in Attention Mechanisms Is More Compact and
 Stable Than in Convolution"*, arXiv:2410.17628v1) compared stacks of bare attention layers with
 stacks of bare convolution layers. Its layer definitions are not available to us; these two
-builders are the companion's formalization (DESIGN.md section 3):
+builders are the companion's formalization (the book's introduction (book/intro.md)):
 
 - :func:`attention_stack`: patch embedding (a ``patch_size`` convolution with stride
   ``patch_size``) plus a learned position embedding, then ``num_layers`` layers

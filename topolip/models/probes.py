@@ -3,7 +3,7 @@
 Every model the project builds carries ``model.probe_points``, an ordered mapping
 ``{label: submodule path}``; the input itself is the implicit first probe point ``"input"``.
 Hooks clone what they capture, so no later in-place operation can change it, and activations are
-flattened per sample: the point cloud ``H_ℓ(X) ⊂ R^{d_ℓ}`` of DESIGN.md section 2.
+flattened per sample: the point cloud ``H_ℓ(X) ⊂ R^{d_ℓ}`` of the method page (book/method.md).
 """
 
 from __future__ import annotations

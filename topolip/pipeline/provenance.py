@@ -4,6 +4,7 @@ written with it."""
 from __future__ import annotations
 
 import hashlib
+import math
 import platform
 import subprocess
 from collections.abc import Mapping
@@ -39,6 +40,17 @@ def library_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
+def _json_safe(value: Any) -> Any:
+    """Non-finite floats as strings ("inf", "nan"): strict JSON has no Infinity."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
+
+
 def provenance(params: Mapping[str, Any] | None = None, *, root: str | Path = ".") -> dict[str, Any]:
     """What produced a result: git commit (and whether the tree was dirty), the library
     fingerprint, Python and package versions, and the parameters. No time stamp, so equal
@@ -57,7 +69,7 @@ def provenance(params: Mapping[str, Any] | None = None, *, root: str | Path = ".
         "library_fingerprint": library_fingerprint(),
         "python": platform.python_version(),
         "packages": versions,
-        "parameters": dict(params or {}),
+        "parameters": _json_safe(dict(params or {})),
     }
 
 

@@ -96,6 +96,19 @@ def _key(source: str, params: Mapping[str, Any], upstream: str, fingerprint: str
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
+def _show_only_injected_parameters(nb) -> None:
+    """Hide the notebook's own defaults in the book when papermill injected the values used.
+
+    The reader then sees one parameters cell, the one that produced the page (Jupyter Book's
+    ``remove-cell`` tag); the defaults stay in the notebook file.
+    """
+    tags_of = [c.get("metadata", {}).get("tags", []) for c in nb.cells]
+    if any("injected-parameters" in tags for tags in tags_of):
+        for cell, tags in zip(nb.cells, tags_of, strict=True):
+            if "parameters" in tags and "remove-cell" not in tags:
+                cell.metadata["tags"] = [*tags, "remove-cell"]
+
+
 def run_chain(
     root: str | Path,
     params: Mapping[str, Any],
@@ -157,6 +170,7 @@ def run_chain(
             except Exception:  # unreadable output: execute again
                 done = {}
             if done.get("cache_key") == key:
+                out.with_suffix(".partial.ipynb").unlink(missing_ok=True)  # an old failure
                 log(f"[topolip] {path.stem}: unchanged, cached ({out.relative_to(root)})")
                 runs.append(NotebookRun(path.stem, out, True, 0.0))
                 continue
@@ -174,6 +188,7 @@ def run_chain(
             log(f"[topolip] {path.stem} FAILED; the executed part is in {partial}")
             raise
         seconds = time.perf_counter() - t0
+        _show_only_injected_parameters(result)
         result.metadata["topolip"] = {"cache_key": key, "seconds": round(seconds, 1),
                                       "provenance": provenance(nb_params, root=root)}
         atomic_write_text(out, nbformat.writes(result))
