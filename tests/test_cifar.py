@@ -140,7 +140,7 @@ def test_seeded_and_path_variants(cifar_root):
 
 
 def test_missing_folder_says_how_to_get_the_data(tmp_path):
-    with pytest.raises(FileNotFoundError, match="download=True.*cifar-10-python.tar.gz"):
+    with pytest.raises(FileNotFoundError, match="download[=]True.*cifar-10-python.tar.gz"):
         load_cifar10(tmp_path, n_train=10, n_test=10, seed=0)
 
 
