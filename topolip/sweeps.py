@@ -31,7 +31,7 @@ from .attacks import PERTURBATIONS
 from .data import ImageSplit
 from .experiments import measure_topolip
 from .metric import DistanceSpec, summarize
-from .train import ModelSpec, TrainConfig, checkpoint_path, fit, spec_for
+from .train import ModelSpec, TrainConfig, _plain, checkpoint_path, fit, spec_for
 
 __all__ = ["SweepPoint", "run_sweep", "sweep_points"]
 
@@ -62,12 +62,6 @@ class SweepPoint:
         if isinstance(self.value, Sequence) and not isinstance(self.value, str):
             return float(sum(self.value))
         return float(self.value)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    return value
 
 
 def sweep_points(arch: str, base: Mapping[str, Any], grid: Mapping[str, Sequence[Any]],
