@@ -31,10 +31,10 @@ from topolip.robustness import (
     load_ood_batches,
     max_softmax,
     ood_behaviour,
-    rank_correlations,
     robustness_curves,
     topolip_vs_accuracy,
 )
+from topolip.stats import rank_correlations
 from topolip.sweeps import run_sweep, sweep_points
 from topolip.train import ModelSpec, TrainConfig, accuracy, fit
 
@@ -228,7 +228,7 @@ def test_rank_correlations_match_scipy_per_group():
 def test_sweep_reuses_checkpoints_and_trains_the_base_once(tmp_path):
     data = load_mnist(n_train=120, n_test=40, seed=0)
     kwargs = dict(results_dir=tmp_path, x=data.x_test[:12], y=data.y_test[:12],
-                  perturbation={"fgsm": 0.1}, seeds=[0, 1], device="cpu")
+                  perturbations={"fgsm": 0.1}, seeds=[0, 1], device="cpu")
     base = {"channels": 2, "num_layers": 2}
     grid = {"num_layers": [1, 2], "channels": [2, 3]}
     config = TrainConfig(epochs=2, batch_size=60)
@@ -272,12 +272,15 @@ def test_sweep_points_check_every_point_before_training(tmp_path):
     with pytest.raises(ValueError, match=r"hidden_dim=30 is not divisible by num_heads=4"):
         run_sweep("vit", {"num_heads": 4}, {"num_layers": [1], "hidden_dim": [30]}, data,
                   TrainConfig(epochs=1), results_dir=tmp_path, x=data.x_test, y=data.y_test,
-                  perturbation={"fgsm": 0.1})
+                  perturbations={"fgsm": 0.1})
     assert not (tmp_path / "models").exists(), "nothing was trained before the bad point"
-    with pytest.raises(ValueError, match="exactly one|must be one"):
+    with pytest.raises(ValueError, match="non-empty .kind: strength. mapping"):
+        run_sweep("vit", {}, {"num_layers": [1]}, data, TrainConfig(epochs=1),
+                  results_dir=tmp_path, x=data.x_test, y=data.y_test, perturbations={})
+    with pytest.raises(ValueError, match=r"unknown perturbation\(s\) \['blur'\]"):
         run_sweep("vit", {}, {"num_layers": [1]}, data, TrainConfig(epochs=1),
                   results_dir=tmp_path, x=data.x_test, y=data.y_test,
-                  perturbation={"fgsm": 0.1, "pgd": 0.1})
+                  perturbations={"fgsm": 0.1, "blur": 1})
 
 
 # --- figures -----------------------------------------------------------------------------------

@@ -1,23 +1,357 @@
 """One measurement of the experiments: a trained model, a clean batch, perturbations → tidy rows.
 
-This is the loop the notebooks run for every model and seed; it lives here so that a notebook
-holds parameters, narrative and plots only.
+These are the loops the notebooks run for every model and seed; they live here so that a
+notebook holds parameters, narrative and plots only. :func:`measure_model` is the full
+measurement of one model (per-layer TopoLip, its noise floor, image resamples for the
+intervals, the accuracy each perturbation costs, and the baseline measures of the measure
+study); :func:`measure_topolip` its per-layer part.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 import torch
 from torch import nn
 
+from . import baselines
 from .attacks import PERTURBATIONS, perturb
-from .metric import DistanceSpec, layer_diagrams, summarize, topolip_table
+from .diagrams import rips_diagrams
+from .distances import diagram_distance
+from .metric import DistanceSpec, layer_diagrams, median_pairwise_distance, summarize, topolip_table
 from .models import collect_activations
-from .train import accuracy
 
-__all__ = ["measure_ood", "measure_topolip", "model_summaries"]
+__all__ = [
+    "ModelMeasurement", "end_to_end_resamples", "measure_model", "measure_ood",
+    "measure_topolip", "model_summaries", "seed_batch",
+]
+
+
+def seed_batch(x: torch.Tensor, y: torch.Tensor, n: int, seed: int, *,
+               offset: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Images ``offset .. offset + n`` of a seeded permutation of ``(x, y)``.
+
+    Every architecture trained with seed ``s`` is measured on the batch of seed ``s`` (a paired
+    design), and different seeds see different images, so that the spread over seeds holds the
+    variance from the images as well as from training.
+
+    Parameters
+    ----------
+    x : torch.Tensor of shape (N, C, H, W)
+        Test images, pixels in [0, 1].
+    y : torch.Tensor of shape (N,)
+        Their labels.
+    n : int
+        Batch size, ``1 <= offset + n <= N``.
+    seed : int
+        Seed of the permutation.
+    offset : int, default=0
+        Start in the permutation (``offset=n`` gives a disjoint second batch).
+
+    Returns
+    -------
+    (torch.Tensor, torch.Tensor)
+        Shapes (n, C, H, W) and (n,).
+
+    Raises
+    ------
+    ValueError
+        If the batch does not fit in ``x``.
+
+    Examples
+    --------
+    >>> x, y = torch.arange(10.0).reshape(10, 1, 1, 1), torch.arange(10)
+    >>> a, _ = seed_batch(x, y, 3, seed=0); b, _ = seed_batch(x, y, 3, seed=0, offset=3)
+    >>> set(a.flatten().tolist()) & set(b.flatten().tolist())
+    set()
+    """
+    if not (isinstance(n, int) and n >= 1 and offset >= 0 and offset + n <= len(x)):
+        raise ValueError(f"a batch of n={n} images at offset {offset} does not fit in the "
+                         f"{len(x)} test images")
+    perm = torch.randperm(len(x), generator=torch.Generator().manual_seed(int(seed)))
+    idx = perm[offset:offset + n]
+    return x[idx], y[idx]
+
+
+def _strength(kind: str, strength: float) -> dict:
+    key = PERTURBATIONS[kind]
+    return {key: int(strength) if key == "severity" else float(strength)}
+
+
+@torch.no_grad()
+def _correct(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
+             batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    """Per-image correctness (bool, shape (n,)) and logits (n, K) of ``model`` on ``x``."""
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    try:
+        logits = torch.cat([model(x[s:s + batch_size].to(device)).float().cpu()
+                            for s in range(0, len(x), batch_size)])
+    finally:
+        model.train(was_training)
+    return (logits.argmax(1) == y).numpy(), logits.numpy()
+
+
+def end_to_end_resamples(clean: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray],
+                         spec: DistanceSpec = DistanceSpec(), *, n_resamples: int = 20,
+                         seed: int = 0, paired: bool = True) -> pd.DataFrame:
+    r"""Model TopoLip ``Δ_L/Δ_0`` (raw and scale-free) on bootstrap resamples of the images.
+
+    Parameters
+    ----------
+    clean, other : mapping of str to ndarray of shape (m, d_ℓ)
+        Activations per probe point, input first and last probe last; ``other`` is the
+        perturbed batch (``paired``: row ``i`` perturbs row ``i``) or another data set.
+    spec : DistanceSpec
+        Degrees, ``p`` and ``q``.
+    n_resamples : int, default=20
+        Bootstrap resamples ``B``.
+    seed : int, default=0
+        Seed of the resampled indices: the same seed gives the same images for every model,
+        which makes the comparisons of models paired.
+    paired : bool, default=True
+        Resample ``other`` with the same indices as ``clean`` (else with its own draw).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per resample: ``resample``, ``n_distinct`` (distinct images drawn),
+        ``end_to_end``, ``end_to_end_scale_free``.
+
+    Notes
+    -----
+    A bootstrap resample draws ``m`` images with replacement. Rips diagrams ignore repeated
+    points (a duplicate adds only a zero-length bar, which ripser drops), so each resample's
+    diagrams are computed on its distinct images, about ``0.63 m`` of them. Only the input and
+    the last probe point are needed for ``Δ_L/Δ_0``.
+    """
+    if not (isinstance(n_resamples, int) and n_resamples >= 1):
+        raise ValueError(f"n_resamples must be a positive int, got {n_resamples!r}")
+    labels = list(clean)
+    if list(other) != labels or len(labels) < 2:
+        raise ValueError(f"clean and other must share >= 2 probe labels, got {labels} and "
+                         f"{list(other)}")
+    first, last = labels[0], labels[-1]
+    m, m_other = len(clean[first]), len(other[first])
+    if paired and m != m_other:
+        raise ValueError(f"paired batches differ in size: {m} and {m_other}")
+    rng = np.random.default_rng(seed)
+    rows = []
+    for b in range(n_resamples):
+        idx = np.unique(rng.integers(0, m, m))
+        idx_o = idx if paired else np.unique(rng.integers(0, m_other, m_other))
+        deltas, scaled = [], []
+        for label in (first, last):
+            a, o = clean[label][idx], other[label][idx_o]
+            d = float(diagram_distance(rips_diagrams(a, spec.degrees),
+                                       rips_diagrams(o, spec.degrees), p=spec.p, q=spec.q,
+                                       degrees=spec.degrees))
+            deltas.append(d)
+            scaled.append(d / median_pairwise_distance(a))
+        rows.append({"resample": b, "n_distinct": len(idx),
+                     "end_to_end": deltas[1] / deltas[0] if deltas[0] > 0 else math.nan,
+                     "end_to_end_scale_free": scaled[1] / scaled[0] if scaled[0] > 0
+                     else math.nan})
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class ModelMeasurement:
+    """Everything :func:`measure_model` measures on one model.
+
+    ``layers``: per-layer rows of :func:`topolip.metric.topolip_table` for every perturbation
+    (with the noise floor columns); ``summary``: one row per perturbation (model TopoLip,
+    accuracy, baselines); ``resamples``: one row per perturbation, measure and image resample
+    (the intervals' image level)."""
+
+    layers: pd.DataFrame
+    summary: pd.DataFrame
+    resamples: pd.DataFrame
+
+
+def _noise_floor(clean: Mapping[str, np.ndarray], floor: Mapping[str, np.ndarray],
+                 spec: DistanceSpec, clean_dgms: Mapping) -> dict[str, float]:
+    """Δ_ℓ between the clean batch and a disjoint clean batch of the same size, per layer."""
+    return {label: float(diagram_distance(clean_dgms[label],
+                                          rips_diagrams(floor[label], spec.degrees),
+                                          p=spec.p, q=spec.q, degrees=spec.degrees))
+            for label in clean}
+
+
+def measure_model(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    perturbations: Mapping[str, float],
+    spec: DistanceSpec = DistanceSpec(),
+    *,
+    n_points: int | None = None,
+    x_floor: torch.Tensor | None = None,
+    n_resamples: int = 0,
+    seed: int = 0,
+    n_perm: int | None = None,
+    baseline_measures: bool = True,
+    estimate_samples: int = 4,
+    estimate_n_iter: int = 10,
+    num_classes: int | None = None,
+    pgd_steps: int = 10,
+) -> ModelMeasurement:
+    """The full measurement of one trained model under each perturbation.
+
+    Each perturbation is applied once to the evaluation batch ``x``; its accuracy (and
+    the accuracy drop) is taken on all of ``x``, TopoLip on its first ``n_points`` images, so no
+    image is perturbed or forwarded twice for the same quantity.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A trained model built by :func:`topolip.models.build_model` (it has probe points).
+    x : torch.Tensor of shape (n, C, H, W)
+        Clean evaluation images, pixels in [0, 1] (e.g. :func:`seed_batch`).
+    y : torch.Tensor of shape (n,)
+        Their labels.
+    perturbations : mapping of str to float
+        ``{kind: strength}``: ε in pixel units (attacks, L∞) or severity 0..5 (corruptions).
+    spec : DistanceSpec
+        Degrees, Wasserstein order ``p`` and ground metric ``q``.
+    n_points : int, optional
+        Images of each point cloud (default all of ``x``); ``2 <= n_points <= n``.
+    x_floor : torch.Tensor of shape (n_points, C, H, W), optional
+        A clean batch disjoint from ``x[:n_points]``: its displacement from the clean batch at
+        each layer is the noise floor (columns ``noise_floor*``, ``within_noise_floor``,
+        ``flag``); without it those columns are NaN / empty.
+    n_resamples : int, default=0
+        Image bootstrap resamples for the intervals (0: none).
+    seed : int, default=0
+        Seed of the random perturbations and of the resampled indices (pass the training seed:
+        models of the same seed then see the same images and the same resamples).
+    n_perm : int, optional
+        Greedy-permutation subsample size for the diagrams.
+    baseline_measures : bool, default=True
+        Compute the measure study's baselines (:mod:`topolip.baselines`).
+    estimate_samples, estimate_n_iter : int
+        Images and power iterations of the per-layer Lipschitz estimates (baseline).
+    num_classes : int, optional
+        For the relative accuracy drop ``(clean − perturbed) / (clean − chance)``, chance
+        ``1/num_classes`` (default: the model's number of logits).
+    pgd_steps : int, default=10
+        Steps of PGD (step size ``2.5 ε / steps``).
+
+    Returns
+    -------
+    ModelMeasurement
+        ``layers``: :func:`topolip.metric.topolip_table` rows with ``perturbation`` and
+        ``strength`` first and ``noise_floor``, ``noise_floor_scale_free``,
+        ``within_noise_floor`` (Δ_ℓ at most the floor) and ``flag`` (why a ratio is not to be
+        trusted: its denominator is within the noise floor) added.
+        ``summary``: per perturbation, ``perturbation``, ``strength``, ``n_images``,
+        ``n_points``, ``n_layers`` (``L``), the model TopoLip of
+        :func:`topolip.metric.summarize`, ``end_to_end_flag``, ``n_flagged`` (layers whose ratio
+        is flagged), ``accuracy_clean``, ``accuracy_perturbed``, ``accuracy_drop``,
+        ``relative_drop``; with ``baseline_measures`` also ``displacement_ratio_max``,
+        ``displacement_ratio_mean``, ``rtd_lite_ratio`` (last probe over input),
+        ``cka_distance`` (last probe), and the model-level ``log10_lipschitz_estimate_product``,
+        ``log10_spectral_norm_product``, ``logit_margin``, ``parameters``.
+        ``resamples``: ``group`` (the perturbation), ``measure`` (``end_to_end``,
+        ``end_to_end_scale_free``, ``accuracy_drop``), ``resample``, ``value``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown perturbation kind (the known ones are listed), a bad ``n_points`` or
+        ``x_floor``, or invalid inputs.
+    """
+    unknown = sorted(set(perturbations) - set(PERTURBATIONS))
+    if unknown:
+        raise ValueError(f"unknown perturbation(s) {unknown}; known: {list(PERTURBATIONS)}")
+    n = len(x)
+    n_points = n if n_points is None else n_points
+    if not (isinstance(n_points, int) and 2 <= n_points <= n):
+        raise ValueError(f"n_points must be an int between 2 and the {n} images, got {n_points!r}")
+    if x_floor is not None and tuple(x_floor.shape) != (n_points, *x.shape[1:]):
+        raise ValueError(f"x_floor must have shape {(n_points, *x.shape[1:])}, got "
+                         f"{tuple(x_floor.shape)}")
+    correct_clean, logits = _correct(model, x, y)
+    classes = num_classes or logits.shape[1]
+    acc_clean = float(correct_clean.mean())
+    clean = collect_activations(model, x[:n_points])
+    clean_dgms = layer_diagrams(clean, spec, n_perm=n_perm)
+    scales = {label: median_pairwise_distance(a) for label, a in clean.items()}
+    floor = (_noise_floor(clean, collect_activations(model, x_floor), spec, clean_dgms)
+             if x_floor is not None else None)
+    model_level = {}
+    if baseline_measures:
+        model_level = {
+            "log10_lipschitz_estimate_product": baselines.lipschitz_estimate_product(
+                model, x[:estimate_samples], n_iter=estimate_n_iter, seed=seed),
+            "log10_spectral_norm_product": baselines.spectral_norm_product(model),
+            "logit_margin": baselines.logit_margin(model, x, y),
+            "parameters": int(sum(p.numel() for p in model.parameters())),
+        }
+    rng = np.random.default_rng(seed)
+    layers, summary, resamples = [], [], []
+    for kind, strength in perturbations.items():
+        value = _strength(kind, strength)
+        options = {"steps": pgd_steps} if kind == "pgd" else {}
+        x_t = perturb(kind, model, x, y, seed=seed, **value, **options)
+        correct_t, _ = _correct(model, x_t, y)
+        pert = collect_activations(model, x_t[:n_points])
+        table = topolip_table(clean, pert, spec, clean_diagrams=clean_dgms, n_perm=n_perm)
+        table.insert(0, "perturbation", kind)
+        table.insert(1, "strength", next(iter(value.values())))
+        if floor is not None:
+            table["noise_floor"] = table["layer"].map(floor)
+            table["noise_floor_scale_free"] = table["noise_floor"] / table["scale"]
+            table["within_noise_floor"] = table["delta"] <= table["noise_floor"]
+            prev = table["within_noise_floor"].shift(1, fill_value=False).astype(bool)
+            table["flag"] = np.where(prev & (table["depth"] > 0),
+                                     "denominator within the noise floor", "")
+        else:
+            table["noise_floor"] = table["noise_floor_scale_free"] = math.nan
+            table["within_noise_floor"] = False
+            table["flag"] = ""
+        acc_t = float(correct_t.mean())
+        drop = acc_clean - acc_t
+        row = {"perturbation": kind, "strength": table["strength"].iloc[0], "n_images": n,
+               "n_points": n_points, "n_layers": len(table) - 1, **summarize(table),
+               "end_to_end_flag": ("input displacement within the noise floor"
+                                   if bool(table["within_noise_floor"].iloc[0]) else ""),
+               "n_flagged": int((table["flag"] != "").sum()),
+               "accuracy_clean": acc_clean, "accuracy_perturbed": acc_t,
+               "accuracy_drop": drop,
+               "relative_drop": (drop / (acc_clean - 1 / classes)
+                                 if acc_clean > 1 / classes else math.nan)}
+        if baseline_measures:
+            first, last = list(clean)[0], list(clean)[-1]
+            r0 = baselines.rtd_lite(clean[first], pert[first], scale=scales[first])
+            rl = baselines.rtd_lite(clean[last], pert[last], scale=scales[last])
+            row.update(
+                displacement_ratio_max=baselines.displacement_ratio(clean, pert, reduce="max"),
+                displacement_ratio_mean=baselines.displacement_ratio(clean, pert, reduce="mean"),
+                rtd_lite_ratio=rl / r0 if r0 > 0 else math.nan,
+                cka_distance=baselines.cka_distance(clean[last], pert[last], name=repr(last)),
+                **model_level)
+        summary.append(row)
+        layers.append(table)
+        if n_resamples:
+            e2e = end_to_end_resamples(clean, pert, spec, n_resamples=n_resamples, seed=seed)
+            for measure in ("end_to_end", "end_to_end_scale_free"):
+                resamples.append(pd.DataFrame({"group": kind, "measure": measure,
+                                               "resample": e2e["resample"],
+                                               "value": e2e[measure]}))
+            idx = rng.integers(0, n, size=(n_resamples, n))
+            diff = correct_clean.astype(float)[idx].mean(1) - correct_t.astype(float)[idx].mean(1)
+            resamples.append(pd.DataFrame({"group": kind, "measure": "accuracy_drop",
+                                           "resample": np.arange(n_resamples), "value": diff}))
+    cols = ["group", "measure", "resample", "value"]
+    return ModelMeasurement(
+        pd.concat(layers, ignore_index=True), pd.DataFrame(summary),
+        pd.concat(resamples, ignore_index=True) if resamples else pd.DataFrame(columns=cols))
 
 
 def measure_topolip(
@@ -31,6 +365,8 @@ def measure_topolip(
     seed: int = 0,
 ) -> pd.DataFrame:
     """Per-layer TopoLip of ``model`` for each perturbation of the clean batch ``x``.
+
+    The per-layer part of :func:`measure_model` (no noise floor, resamples or baselines).
 
     Parameters
     ----------
@@ -62,25 +398,14 @@ def measure_topolip(
     ValueError
         For an unknown perturbation kind (the known ones are listed) or invalid inputs.
     """
-    unknown = sorted(set(perturbations) - set(PERTURBATIONS))
-    if unknown:
-        raise ValueError(f"unknown perturbation(s) {unknown}; known: {list(PERTURBATIONS)}")
-    clean = collect_activations(model, x)
-    clean_dgms = layer_diagrams(clean, spec, n_perm=n_perm)
-    acc_clean = accuracy(model, x, y)
-    tables = []
-    for kind, strength in perturbations.items():
-        key = "severity" if PERTURBATIONS[kind] == "severity" else "eps"
-        value = int(strength) if key == "severity" else float(strength)
-        x_t = perturb(kind, model, x, y, seed=seed, **{key: value})
-        table = topolip_table(clean, collect_activations(model, x_t), spec,
-                              clean_diagrams=clean_dgms, n_perm=n_perm)
-        table.insert(0, "perturbation", kind)
-        table.insert(1, "strength", value)
-        table["accuracy_clean"] = acc_clean
-        table["accuracy_perturbed"] = accuracy(model, x_t, y)
-        tables.append(table)
-    return pd.concat(tables, ignore_index=True)
+    m = measure_model(model, x, y, perturbations, spec, n_perm=n_perm, seed=seed,
+                      baseline_measures=False)
+    t = m.layers.drop(columns=["noise_floor", "noise_floor_scale_free", "within_noise_floor",
+                               "flag"])
+    acc = m.summary.set_index("perturbation")
+    t["accuracy_clean"] = t["perturbation"].map(acc["accuracy_clean"])
+    t["accuracy_perturbed"] = t["perturbation"].map(acc["accuracy_perturbed"])
+    return t
 
 
 def measure_ood(

@@ -176,7 +176,7 @@ def plot_topolip_vs_accuracy(table: pd.DataFrame, *,
     matplotlib.figure.Figure
         The dashed line marks TopoLip 1 (left of it, the model contracts the displacement);
         each panel's title gives Spearman's ρ pooled over all points
-        (:func:`topolip.robustness.rank_correlations`).
+        (:func:`topolip.stats.rank_correlations`).
 
     Raises
     ------
@@ -192,7 +192,7 @@ def plot_topolip_vs_accuracy(table: pd.DataFrame, *,
     'scale-free: Spearman ρ = 1.00 (n = 3)'
     >>> plt.close(fig)
     """
-    from .robustness import rank_correlations
+    from .stats import rank_correlations
 
     _require(table, [*measures, y, hue, style], "table")
     corr = rank_correlations(table, list(measures), y).set_index("measure")

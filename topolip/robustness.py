@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -33,7 +32,7 @@ from .data import ImageSplit, load_ood
 from .train import accuracy
 
 __all__ = [
-    "load_ood_batches", "max_softmax", "ood_behaviour", "rank_correlations",
+    "load_ood_batches", "max_softmax", "ood_auroc_resamples", "ood_behaviour",
     "robustness_curves", "topolip_vs_accuracy",
 ]
 
@@ -293,6 +292,63 @@ def ood_behaviour(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     return pd.DataFrame(rows)
 
 
+def ood_auroc_resamples(model: nn.Module, x: torch.Tensor,
+                        ood: Mapping[str, tuple[torch.Tensor, torch.Tensor]], *,
+                        n_resamples: int = 20, seed: int = 0) -> pd.DataFrame:
+    """AUROC of :func:`ood_behaviour` on bootstrap resamples of the images of both sets.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A trained classifier from images in [0, 1] to logits ``(N, K)``.
+    x : torch.Tensor of shape (N, C, H, W)
+        In-distribution test images, pixels in [0, 1].
+    ood : mapping of str to (images, labels)
+        As for :func:`ood_behaviour`.
+    n_resamples : int, default=20
+        Bootstrap resamples ``B``.
+    seed : int, default=0
+        Seed of the resampled indices (the same seed draws the same images for every model:
+        paired comparisons).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per set and resample: ``dataset``, ``resample``, ``auroc``.
+
+    Raises
+    ------
+    ValueError
+        If ``ood`` is empty or ``n_resamples`` is not a positive int.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
+    >>> x = torch.rand(6, 1, 2, 2)
+    >>> ood_auroc_resamples(model, x, {"same": (x, torch.arange(6))}, n_resamples=2)["dataset"].tolist()
+    ['same', 'same']
+    """
+    from sklearn.metrics import roc_auc_score
+
+    if not ood:
+        raise ValueError("ood must hold at least one out-of-distribution batch")
+    if not (isinstance(n_resamples, int) and n_resamples >= 1):
+        raise ValueError(f"n_resamples must be a positive int, got {n_resamples!r}")
+    conf_in = max_softmax(model, x)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for name, (x_o, _) in ood.items():
+        conf = max_softmax(model, x_o)
+        for b in range(n_resamples):
+            a = conf_in[rng.integers(0, len(conf_in), len(conf_in))]
+            o = conf[rng.integers(0, len(conf), len(conf))]
+            truth = np.r_[np.ones(len(a)), np.zeros(len(o))]
+            rows.append({"dataset": name, "resample": b,
+                         "auroc": float(roc_auc_score(truth, np.r_[a, o]))})
+    return pd.DataFrame(rows)
+
+
 def topolip_vs_accuracy(summary: pd.DataFrame, curves: pd.DataFrame, *,
                         keys: Sequence[str] = ("arch", "seed", "perturbation", "strength"),
                         ) -> pd.DataFrame:
@@ -353,63 +409,3 @@ def topolip_vs_accuracy(summary: pd.DataFrame, curves: pd.DataFrame, *,
                          f"e.g. {lost[keys].head(3).to_dict('records')}; add these strengths "
                          "to the robustness grid")
     return out.drop(columns=["_strength"], errors="ignore")
-
-
-def rank_correlations(table: pd.DataFrame, x: Sequence[str], y: str, *,
-                      by: str | None = None) -> pd.DataFrame:
-    """Spearman rank correlation of each column of ``x`` with ``y``: pooled, and per group.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        One row per observation (e.g. per model, seed and perturbation).
-    x : sequence of str
-        Columns to correlate with ``y`` (e.g. raw and scale-free TopoLip).
-    y : str
-        The response column (e.g. ``accuracy_drop``).
-    by : str, optional
-        Also correlate within each value of this column (e.g. ``perturbation``).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Rows ``group`` (``"all"`` for the pooled one, then each value of ``by``), ``measure``
-        (the ``x`` column), ``n`` (rows where both are finite), ``rho`` (Spearman's ρ in
-        [-1, 1]) and ``pvalue`` (two-sided, ``scipy.stats.spearmanr``). ``rho`` is NaN when
-        ``n < 3`` or either column is constant on the group.
-
-    Raises
-    ------
-    ValueError
-        If a column is missing.
-
-    Examples
-    --------
-    >>> t = pd.DataFrame({"a": [1.0, 2, 3, 4], "b": [1.0, 3, 2, 4], "y": [10.0, 20, 30, 40]})
-    >>> rank_correlations(t, ["a", "b"], "y").round(6)[["measure", "n", "rho"]].values.tolist()
-    [['a', 4, 1.0], ['b', 4, 0.8]]
-    """
-    from scipy.stats import ConstantInputWarning, spearmanr
-
-    cols = [*x, y] + ([by] if by is not None else [])
-    missing = [c for c in cols if c not in table.columns]
-    if missing:
-        raise ValueError(f"table lacks column(s) {missing}; it has {list(table.columns)}")
-    groups = [("all", table)]
-    if by is not None:
-        groups += [(str(k), g) for k, g in table.groupby(by, sort=False)]
-    rows = []
-    for name, group in groups:
-        for col in x:
-            a = group[col].to_numpy(dtype=float)
-            b = group[y].to_numpy(dtype=float)
-            ok = np.isfinite(a) & np.isfinite(b)
-            rho = pvalue = math.nan
-            if ok.sum() >= 3:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", ConstantInputWarning)
-                    res = spearmanr(a[ok], b[ok])
-                rho, pvalue = float(res.statistic), float(res.pvalue)
-            rows.append({"group": name, "measure": col, "n": int(ok.sum()), "rho": rho,
-                         "pvalue": pvalue})
-    return pd.DataFrame(rows)

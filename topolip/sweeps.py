@@ -29,8 +29,8 @@ import torch
 
 from .attacks import PERTURBATIONS
 from .data import ImageSplit
-from .experiments import measure_topolip
-from .metric import DistanceSpec, summarize
+from .experiments import measure_model
+from .metric import DistanceSpec
 from .train import ModelSpec, TrainConfig, _plain, checkpoint_path, fit, spec_for
 
 __all__ = ["SweepPoint", "run_sweep", "sweep_points"]
@@ -137,10 +137,12 @@ def run_sweep(
     results_dir: str | Path,
     x: torch.Tensor,
     y: torch.Tensor,
-    perturbation: Mapping[str, float],
+    perturbations: Mapping[str, float],
     spec: DistanceSpec = DistanceSpec(),
+    n_points: int | None = None,
     n_perm: int | None = None,
     seeds: Sequence[int] = (0,),
+    pgd_steps: int = 10,
     device: torch.device | str | None = None,
     progress: bool = False,
 ) -> pd.DataFrame:
@@ -156,19 +158,24 @@ def run_sweep(
     results_dir : path
         Checkpoints go to ``{results_dir}/models/`` (:func:`topolip.train.checkpoint_path`): a
         finished one is loaded instead of trained, an unfinished one resumed.
-    x : torch.Tensor of shape (m, C, H, W)
-        Clean images (pixels in [0, 1]) whose clouds TopoLip compares.
-    y : torch.Tensor of shape (m,)
+    x : torch.Tensor of shape (n, C, H, W)
+        Clean evaluation images (pixels in [0, 1]): the accuracy drop is taken on all of them,
+        TopoLip on the first ``n_points``.
+    y : torch.Tensor of shape (n,)
         Their labels.
-    perturbation : mapping of str to float
-        Exactly one ``{kind: strength}`` (ε in pixel units for attacks, severity 0..5 for
-        corruptions), as in :func:`topolip.experiments.measure_topolip`.
+    perturbations : mapping of str to float
+        ``{kind: strength}`` (ε in pixel units for attacks, severity 0..5 for corruptions), as
+        in :func:`topolip.experiments.measure_model`.
     spec : DistanceSpec
         Degrees, Wasserstein order ``p`` and ground metric ``q``.
+    n_points : int, optional
+        Images per point cloud (default all of ``x``).
     n_perm : int, optional
         Greedy-permutation subsample size for the diagrams.
     seeds : sequence of int, default=(0,)
         Training seeds; the perturbation of a model uses its training seed.
+    pgd_steps : int, default=10
+        Steps of PGD, when it is one of the perturbations.
     device : torch.device or str, optional
         Training device (default :func:`topolip.train.default_device`).
     progress : bool, default=False
@@ -177,18 +184,19 @@ def run_sweep(
     Returns
     -------
     pandas.DataFrame
-        One row per sweep point and seed: ``arch``, ``parameter``, ``value`` (JSON text),
-        ``value_numeric`` (:attr:`SweepPoint.value_numeric`), ``is_base``, ``seed``,
-        ``parameters`` (trainable weights), ``n_layers`` (probe points after the input, ``L``),
-        ``test_accuracy``, ``perturbation``, ``strength``, ``accuracy_perturbed`` (on ``x``),
-        ``end_to_end``, ``geometric_mean``, ``max`` and the same with suffix ``_scale_free``,
+        One row per sweep point, seed and perturbation kind: ``arch``, ``parameter``,
+        ``value`` (JSON text), ``value_numeric`` (:attr:`SweepPoint.value_numeric`),
+        ``is_base``, ``seed``, ``test_accuracy`` (on ``data.x_test``), the columns of
+        :func:`topolip.experiments.measure_model`'s summary (``perturbation``, ``strength``,
+        ``n_layers`` = ``L``, model TopoLip raw and scale-free, ``accuracy_clean``,
+        ``accuracy_perturbed`` and ``accuracy_drop`` on ``x``, the baselines, ``parameters``),
         ``resumed_from_epoch`` (``config.epochs`` when nothing was trained in this call) and
         ``checkpoint``.
 
     Raises
     ------
     ValueError
-        If ``perturbation`` does not hold exactly one known kind, ``seeds`` is empty, or a sweep
+        If ``perturbations`` is empty or holds an unknown kind, ``seeds`` is empty, or a sweep
         point is invalid (:func:`sweep_points`), before anything is trained.
 
     Examples
@@ -200,21 +208,22 @@ def run_sweep(
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     t = run_sweep("conv_stack", {"channels": 2}, {"num_layers": [1, 2]}, d,
     ...                   TrainConfig(epochs=1, batch_size=40), results_dir=tmp,
-    ...                   x=d.x_test[:8], y=d.y_test[:8], perturbation={"gaussian_noise": 3})
+    ...                   x=d.x_test[:8], y=d.y_test[:8], perturbations={"gaussian_noise": 3})
     >>> t[["parameter", "value", "n_layers", "resumed_from_epoch"]].values.tolist()
     [['num_layers', '1', 2, 0], ['num_layers', '2', 3, 0]]
     """
-    if not isinstance(perturbation, Mapping) or len(perturbation) != 1:
-        raise ValueError(f"perturbation must be one {{kind: strength}}, got {perturbation!r}")
-    kind = next(iter(perturbation))
-    if kind not in PERTURBATIONS:
-        raise ValueError(f"unknown perturbation {kind!r}; known: {list(PERTURBATIONS)}")
+    if not isinstance(perturbations, Mapping) or not perturbations:
+        raise ValueError(f"perturbations must be a non-empty {{kind: strength}} mapping, got "
+                         f"{perturbations!r}")
+    unknown = sorted(set(perturbations) - set(PERTURBATIONS))
+    if unknown:
+        raise ValueError(f"unknown perturbation(s) {unknown}; known: {list(PERTURBATIONS)}")
     seeds = list(seeds)
     if not seeds or not all(isinstance(s, numbers.Integral) and not isinstance(s, bool)
                             for s in seeds):
         raise ValueError(f"seeds must be a non-empty list of integers, got {seeds!r}")
     points = sweep_points(arch, base, grid, data)
-    measured: dict[Path, dict[str, Any]] = {}
+    measured: dict[Path, pd.DataFrame] = {}
     rows = []
     for point in points:
         for seed in seeds:
@@ -223,20 +232,14 @@ def run_sweep(
             result = fit(point.spec, data, cfg, checkpoint=ckpt, device=device,
                          progress=progress)
             if ckpt not in measured:
-                table = measure_topolip(result.model, x, y, perturbation, spec, n_perm=n_perm,
-                                        seed=int(seed))
-                measured[ckpt] = {
-                    "parameters": sum(p.numel() for p in result.model.parameters()),
-                    "n_layers": len(table) - 1,
-                    "test_accuracy": result.test_accuracy,
-                    "perturbation": kind,
-                    "strength": table["strength"].iloc[0],
-                    "accuracy_perturbed": float(table["accuracy_perturbed"].iloc[0]),
-                    **summarize(table),
-                }
-            rows.append({"arch": arch, "parameter": point.parameter,
-                         "value": point.value_label, "value_numeric": point.value_numeric,
-                         "is_base": point.is_base, "seed": int(seed), **measured[ckpt],
-                         "resumed_from_epoch": result.resumed_from_epoch,
-                         "checkpoint": str(ckpt)})
+                m = measure_model(result.model, x, y, perturbations, spec, n_points=n_points,
+                                  n_perm=n_perm, seed=int(seed), pgd_steps=pgd_steps,
+                                  num_classes=point.spec.params.get("num_classes"))
+                measured[ckpt] = m.summary.assign(test_accuracy=result.test_accuracy)
+            for rec in measured[ckpt].to_dict("records"):
+                rows.append({"arch": arch, "parameter": point.parameter,
+                             "value": point.value_label, "value_numeric": point.value_numeric,
+                             "is_base": point.is_base, "seed": int(seed), **rec,
+                             "resumed_from_epoch": result.resumed_from_epoch,
+                             "checkpoint": str(ckpt)})
     return pd.DataFrame(rows)
