@@ -71,7 +71,7 @@ params = {"theory_seed": theory_seed, "theory_samples": theory_samples,
 show_parameters(params)
 
 # %% [markdown]
-# ## 1. Why Lipschitz bounds bound TopoLip
+# ## What a Lipschitz bound controls
 #
 # Let $X = \{x_i\}$ be a batch and $\tilde X = \{\tilde x_i\}$ its perturbation, paired sample by
 # sample, and $h_\ell = f_\ell\circ\dots\circ f_1$ the map to probe point $\ell$. With
@@ -115,7 +115,7 @@ show_parameters(params)
 # plot below asserts estimate $\le$ bound.
 
 # %% [markdown]
-# ## 2. Linear maps, convolutions, normalisation, activations
+# ## Linear maps, convolutions, normalisation, activations
 #
 # **Linear.** $\mathrm{Lip}(x\mapsto Wx+b) = \|W\|_2$, the largest singular value (exact). On a
 # sequence of tokens the map is block diagonal with copies of $W$: the same constant.
@@ -180,7 +180,7 @@ show_parameters(params)
 # taken on tokens of norm $\le\min(\text{observed} + L_{\mathrm{LN}_1}\delta,\ R_{LN_1})$.
 
 # %% [markdown]
-# ## 3. Self-attention
+# ## Self-attention
 #
 # **Dot-product attention is not globally Lipschitz** ({cite:t}`kim2021lipschitz`,
 # Theorem 3.1): its Jacobian grows without bound with the input. We therefore bound it on the
@@ -237,7 +237,7 @@ show_parameters(params)
 # something to apply to.
 
 # %% [markdown]
-# ## 4. Every bound against its estimate, on random layers
+# ## Every bound against its estimate, on random layers
 #
 # Random layers of every supported kind (PyTorch's default initialisation; BatchNorm statistics
 # drawn at random), random Gaussian inputs, `theory_samples` of them. The ratio bound/estimate
@@ -305,7 +305,7 @@ show_table(random_table, columns={"layer": "layer", "bound": "bound", "estimate"
 # ball, against the Jacobian at a few random points.
 
 # %% [markdown]
-# ## 5. How the bounds scale
+# ## How the bounds scale
 #
 # ### Attention against sequence length, radius and width
 #
@@ -430,7 +430,7 @@ _ = publish_figure(plot_conv_scaling(conv_table), "fig-theory-conv", results_dir
 # not its shape.
 
 # %% [markdown]
-# ## 6. What is derived here and what is cited
+# ## What is derived here and what is cited
 #
 # | bound | formula | source |
 # |---|---|---|

@@ -200,6 +200,11 @@ class _PlainLogFormatter(mticker.LogFormatter):
     """matplotlib's log-axis label policy, with plain numbers (0.6, 2, 10) as labels."""
 
     def _num_to_string(self, x, vmin, vmax):  # noqa: ARG002 - matplotlib's signature
+        if x > 0 and not 1e-3 <= x < 1e5:
+            exponent = np.log10(x)
+            if np.isclose(exponent, round(exponent)):
+                return f"$10^{{{round(exponent)}}}$"
+            return f"{x:.0e}"
         return f"{x:g}"
 
 

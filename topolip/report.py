@@ -129,14 +129,20 @@ def format_value(value, digits: int = 3) -> str:
     return str(value)
 
 
-class _Text:
-    """A glued text whose plain-text form is the text itself (a ``str`` would show quotes)."""
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
-    def __init__(self, text: str):
-        self.text = text
 
-    def __repr__(self) -> str:
-        return self.text
+def _no_e_notation(text: str) -> str:
+    """``"1.44e+09"`` -> ``"1.44×10⁹"``; any other text unchanged."""
+    try:
+        float(text)
+    except ValueError:
+        return text
+    if "e" not in text.lower():
+        return text
+    mantissa, exponent = text.lower().split("e")
+    power = str(int(exponent)).translate(_SUPERSCRIPT)
+    return f"10{power}" if mantissa in ("1", "+1") else f"{mantissa}×10{power}"
 
 
 def glue_number(name: str, value, fmt: str = "{:.3g}") -> str:
@@ -155,7 +161,8 @@ def glue_number(name: str, value, fmt: str = "{:.3g}") -> str:
     Returns
     -------
     str
-        The glued text (so the same string can be asserted on or reused).
+        The glued text (so the same string can be asserted on or reused); scientific notation
+        is written with a power of ten (``1.44×10⁹``).
 
     Raises
     ------
@@ -166,16 +173,20 @@ def glue_number(name: str, value, fmt: str = "{:.3g}") -> str:
     --------
     >>> glue_number("acc-example", 0.98765, "{:.3f}")  # doctest: +SKIP
     '0.988'
+    >>> _no_e_notation("1.44e+09"), _no_e_notation("1e-05"), _no_e_notation("0.980")
+    ('1.44×10⁹', '10⁻⁵', '0.980')
     """
     if not name:
         raise ValueError("name must be a non-empty glue key")
     if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isnan(value):
         text = MISSING
     else:
-        text = fmt.format(value)
+        text = _no_e_notation(fmt.format(value))
     from myst_nb import glue  # only needed inside an executed notebook
 
-    glue(name, _Text(text), display=False)
+    # glued as a str: its plain-text form is quoted, and myst-nb's {glue:text} strips the
+    # quotes, so the text appears exactly as formatted here (trailing zeros kept)
+    glue(name, text, display=False)
     return text
 
 
