@@ -122,7 +122,7 @@ ok = joined["ratio"].isna() | (joined["bottleneck"] <= joined["two_lip"] * eps_p
                                 + subsample + 1e-5)
 assert ok.all(), joined.loc[~ok, keys]
 
-profile_note = f"{data.name}, {n_points} test images"
+glue_number("bounds-data", f"{data.name}, {n_points} test images", "{}")
 _ = publish_figure(plot_bounds_vs_measured(joined), "fig-bounds-vs-measured",
                    results_dir=results_dir, notebook="05_bounds_vs_measured",
                    tables=("bounds.csv", "topolip.csv"), params=params,
@@ -163,7 +163,7 @@ _ = glue_number("bounds-chain-tightest", growth["slack"].min())
 # point. Right: the measured bottleneck displacement $W_{\infty,\infty,\ell}$ (solid), the
 # measured envelope $2\varepsilon_\ell$ (dashed) and the chained bound
 # $2\prod_{j\le\ell}L_j\varepsilon_0$ with measured margins (dotted). Means over seeds; log
-# axes. {glue:text}`fig-bounds-vs-measured-provenance`
+# axes. Data: {glue:text}`bounds-data`. {glue:text}`fig-bounds-vs-measured-provenance`
 # ```
 #
 # {numref}`fig-bounds-vs-measured` shows that on every one of the
