@@ -7,11 +7,14 @@
 # %% [markdown]
 # # Theory: Lipschitz bounds for every probed layer
 #
-# TopoLip is meant to serve theory and experiment at once (book/method.md). This chapter is
-# the theory side: for every kind of layer the models of this book probe, a closed-form upper
+# **Question.** TopoLip is meant to serve theory and experiment at once
+# ({doc}`../method`). What can be proved about how much each kind of layer of these models can
+# stretch a perturbation, and how tight is it?
+#
+# **Method.** For every kind of layer the models of this book probe, a closed-form upper
 # bound on its Lipschitz constant, derived here or taken from the literature (each says which),
 # and a numerical check of every bound against an empirical local estimate on random layers.
-# The later chapter *Bounds against measurement* puts the same bounds next to the TopoLip
+# The chapter {doc}`05_bounds_vs_measured` puts the same bounds next to the displacements
 # measured on the trained models.
 #
 # **Conventions.** A layer is a map $f$ on one sample; its input and output are flattened, and
@@ -41,12 +44,9 @@ kernel_grid = [1, 3, 5, 7]
 channel_grid = [2, 4, 8, 16, 32]
 input_size_grid = [4, 6, 8, 12, 16, 24, 32]
 
-# %%
+# %% tags=["remove-input"]
 import math
-from pathlib import Path
 
-import matplotlib.pyplot as plt
-import matplotlib.ticker as mticker
 import numpy as np
 import pandas as pd
 import torch
@@ -55,14 +55,23 @@ from torchvision.models.resnet import BasicBlock
 from torchvision.models.vision_transformer import EncoderBlock, MLPBlock
 
 import topolip.bounds as tb
-from topolip.figures import save_figure
+from topolip.figures import plot_attention_scaling, plot_conv_scaling
+from topolip.pipeline import publish_figure
+from topolip.report import glue_number, show_parameters, show_table
 
-figures = Path(results_dir) / "figures"
 torch.manual_seed(theory_seed)
 gen = torch.Generator().manual_seed(theory_seed)
+params = {"theory_seed": theory_seed, "theory_samples": theory_samples,
+          "theory_n_iter": theory_n_iter, "token_dim": token_dim, "theory_heads": theory_heads,
+          "n_tokens": n_tokens, "theory_channels": theory_channels,
+          "theory_image_size": theory_image_size, "n_grid": n_grid, "radius_grid": radius_grid,
+          "slope_radius": slope_radius, "width_grid": width_grid,
+          "max_estimate_tokens": max_estimate_tokens, "kernel_grid": kernel_grid,
+          "channel_grid": channel_grid, "input_size_grid": input_size_grid}
+show_parameters(params)
 
 # %% [markdown]
-# ## 1. Why Lipschitz bounds bound TopoLip
+# ## What a Lipschitz bound controls
 #
 # Let $X = \{x_i\}$ be a batch and $\tilde X = \{\tilde x_i\}$ its perturbation, paired sample by
 # sample, and $h_\ell = f_\ell\circ\dots\circ f_1$ the map to probe point $\ell$. With
@@ -71,24 +80,33 @@ gen = torch.Generator().manual_seed(theory_seed)
 # $\big|\,\|h_\ell(x_i)-h_\ell(x_j)\| - \|h_\ell(\tilde x_i)-h_\ell(\tilde x_j)\|\,\big| \le 2\varepsilon_\ell$.
 # The Vietoris–Rips filtrations of the two clouds are filtrations of the same full simplex on
 # $m$ vertices by the diameter function, and the two diameter functions differ by at most
-# $2\varepsilon_\ell$ on every simplex, so by the stability theorem of Cohen-Steiner,
-# Edelsbrunner and Harer (2007) (for Rips complexes, Chazal, de Silva and Oudot 2014)
+# $2\varepsilon_\ell$ on every simplex, so by the stability theorem of
+# {cite:t}`cohensteiner2007stability` (for Rips complexes, {cite:t}`chazal2014persistence`)
 #
 # $$ W_{\infty,\infty}\big(\mathrm{Dgm}(H_\ell X), \mathrm{Dgm}(H_\ell \tilde X)\big)
 #    \;\le\; 2\varepsilon_\ell \;\le\; 2\,\Big(\prod_{j\le\ell}\mathrm{Lip}(f_j)\Big)\,\varepsilon_0 .$$
 #
-# This is the *certified envelope* of the method page. Each factor is one layer's Lipschitz constant,
-# so with per-layer bounds $L_j \ge \mathrm{Lip}(f_j)$ the growth of the bottleneck
-# displacement through layer $\ell$ is controlled by $2L_\ell$, the *theoretical TopoLip bound*
-# of the layer. (Strictly, $2L_\ell$ bounds $W_{\infty,\infty,\ell}/\varepsilon_{\ell-1}$; the
-# measured ratio $\Delta_\ell/\Delta_{\ell-1}$ can exceed it when $\Delta_{\ell-1}$ is much
-# smaller than $\varepsilon_{\ell-1}$.)
+# This is the *certified envelope* of the method page. Each factor is one layer's Lipschitz
+# constant, so with per-layer bounds $L_j \ge \mathrm{Lip}(f_j)$, and since
+# $\varepsilon_\ell \le L_\ell\,\varepsilon_{\ell-1}$, one layer's bound controls
+#
+# $$ \frac{W_{\infty,\infty,\ell}}{\varepsilon_{\ell-1}} \;\le\; 2L_\ell ,$$
+#
+# the bottleneck displacement at layer $\ell$ relative to the largest paired displacement at
+# the layer before. $2L_\ell$ is **not** a bound on TopoLip $\Delta_\ell/\Delta_{\ell-1}$: that
+# ratio can exceed it by any factor when $\Delta_{\ell-1}$ is much smaller than
+# $\varepsilon_{\ell-1}$ (a perturbation that moves every point but barely changes the shape
+# of the cloud).
 #
 # For a local bound the constant must hold along the segment from $x_i$ to $\tilde x_i$, not
 # only at $x_i$. `lipschitz_bound(module, inputs, margin=δ)` returns a constant valid for all
 # pairs $(x, \tilde x)$ with $x$ an observed input and $\|\tilde x - x\|\le\delta$; with
 # $\delta = \varepsilon_{\ell-1}$ the step $\varepsilon_\ell \le L_\ell\,\varepsilon_{\ell-1}$ is
-# certified, and `layer_bounds` checks it on every layer.
+# certified, and `layer_bounds` checks it on every layer. With margin 0 (LayerNorm,
+# attention) the value is only a *pointwise Jacobian bound* at the observed inputs: it certifies
+# nothing about a perturbation. A chain computed a priori from the input must take its margins
+# from the chain itself, $\delta_\ell = (\prod_{j<\ell}L_j)\,\varepsilon_0$ (the chained bound
+# so far times $\varepsilon_0$).
 #
 # **The estimate.** $\|J_f(x)\|_2 \le \mathrm{Lip}(f)$ at every point $x$ (mean value
 # inequality), so the largest Jacobian norm over observed inputs is a *lower* bound of the
@@ -97,7 +115,7 @@ gen = torch.Generator().manual_seed(theory_seed)
 # plot below asserts estimate $\le$ bound.
 
 # %% [markdown]
-# ## 2. Linear maps, convolutions, normalisation, activations
+# ## Linear maps, convolutions, normalisation, activations
 #
 # **Linear.** $\mathrm{Lip}(x\mapsto Wx+b) = \|W\|_2$, the largest singular value (exact). On a
 # sequence of tokens the map is block diagonal with copies of $W$: the same constant.
@@ -105,12 +123,12 @@ gen = torch.Generator().manual_seed(theory_seed)
 # **Convolution.** A `Conv2d` on $(C_{in}, H, W)$ inputs is a linear map $T$; the bound is
 # $\|T\|_2$ *for that input size* (the padding makes it depend on it). Three upper bounds:
 #
-# * *Patch counting* (Cisse et al. 2017; Tsuzuku, Sato and Sugiyama 2018):
+# * *Patch counting* {cite:p}`cisse2017parseval,tsuzuku2018margin`:
 #   $(Tx)_v = \tilde W\,\mathrm{patch}_v(x)$ with $\tilde W\in\mathbb R^{C_{out}\times C_{in}k_hk_w}$,
 #   so $\|Tx\|^2 \le \|\tilde W\|_2^2\sum_v\|\mathrm{patch}_v(x)\|^2 \le m\,\|\tilde W\|_2^2\|x\|^2$
 #   where every pixel lies in at most $m$ patches ($k_hk_w$ at stride 1; 1 for the ViT's
 #   non-overlapping patches, where the bound is exact).
-# * *Circular embedding* (Sedghi, Gupta and Long 2019): zero padding embeds $T$ isometrically
+# * *Circular embedding* {cite:p}`sedghi2019singular`: zero padding embeds $T$ isometrically
 #   in a circular convolution on the padded grid, $T = S\,C_N\,E$ with $\|S\|,\|E\|\le1$, and
 #   $\|C_N\|_2 = \max_\omega \sigma_{\max}(\hat K(\omega))$ over the $N$ grid frequencies. Note that
 #   zero padding is *not* circular: for small inputs this bound is several percent loose.
@@ -120,8 +138,8 @@ gen = torch.Generator().manual_seed(theory_seed)
 #   $\mu I - G$, $\mu = \lambda(1+10^{-3})$: a symmetric matrix is positive definite iff the
 #   factorisation exists, and when it completes in floating point,
 #   $\mu I - G + \Delta$ is positive definite with $\|\Delta\|_2 \le \gamma_{n+1}\|\tilde R\|_F^2$
-#   (Demmel 1989), which is added. Result: an upper bound within $0.05\,\%$ of $\|T\|_2$.
-#   Delattre et al. (2023) certify the circular case by Gram iteration; the Cholesky test
+#   {cite:p}`demmel1989cholesky`, which is added. Result: an upper bound within $0.05\,\%$ of $\|T\|_2$.
+#   {cite:t}`delattre2023gram` certify the circular case by Gram iteration; the Cholesky test
 #   handles the zero-padded operator actually used.
 #
 # **BatchNorm (eval).** $y_c = \gamma_c (x_c-\mu_c)/\sqrt{\sigma_c^2+\epsilon} + \beta_c$ is
@@ -162,12 +180,12 @@ gen = torch.Generator().manual_seed(theory_seed)
 # taken on tokens of norm $\le\min(\text{observed} + L_{\mathrm{LN}_1}\delta,\ R_{LN_1})$.
 
 # %% [markdown]
-# ## 3. Self-attention
+# ## Self-attention
 #
-# **Dot-product attention is not globally Lipschitz** (Kim, Papamakarios and Mnih 2021,
+# **Dot-product attention is not globally Lipschitz** ({cite:t}`kim2021lipschitz`,
 # Theorem 3.1): its Jacobian grows without bound with the input. We therefore bound it on the
 # set of sequences of $n$ tokens with $\|x_i\|\le R$. The derivation below is ours; it follows
-# the Jacobian analysis of Kim et al. (2021) and Castin, Ablin and Peyré (2024), whose
+# the Jacobian analysis of {cite:t}`kim2021lipschitz` and {cite:t}`castin2024smooth`, whose
 # $\sqrt n$ behaviour it reproduces; the constants, the query-bias term and the saturation
 # factor $c$ are not taken from those papers.
 #
@@ -200,10 +218,10 @@ gen = torch.Generator().manual_seed(theory_seed)
 # $\mathrm{Lip}(f)\le\min\big(\|W_O\|_2(\sum_hL_h^2)^{1/2},\ \sum_h\|O^h\|_2L_h\big)$. The ball is
 # convex, so this bound on the Jacobian is a Lipschitz bound on it. For $n=1$ the softmax path
 # vanishes. For moderate $n$ the bound grows like $\sqrt n$ (value path and key part of the
-# softmax path), as Castin et al. (2024) prove is unavoidable in the worst case; it saturates
+# softmax path), as {cite:t}`castin2024smooth` prove is unavoidable in the worst case; it saturates
 # for $n\gg e^{\Delta}$ (their mean-field regime).
 #
-# **L2 self-attention** (Kim et al. 2021, cited). Replacing the dot product by
+# **L2 self-attention** ({cite:t}`kim2021lipschitz`, cited). Replacing the dot product by
 # $-\|W^{Q,h}x_i - W^{K,h}x_j\|^2/\sqrt{d_h}$ with *tied* $W^{Q,h}=W^{K,h}$ and the value tied
 # through $A_h = {W^{Q,h}}^\top W^{Q,h}/\sqrt{d_h}$, i.e. $F^h(X) = P^hXA_hV_h^\top$, gives a
 # globally Lipschitz map: their Theorem 3.2 bounds one head by
@@ -219,13 +237,13 @@ gen = torch.Generator().manual_seed(theory_seed)
 # something to apply to.
 
 # %% [markdown]
-# ## 4. Every bound against its estimate, on random layers
+# ## Every bound against its estimate, on random layers
 #
 # Random layers of every supported kind (PyTorch's default initialisation; BatchNorm statistics
 # drawn at random), random Gaussian inputs, `theory_samples` of them. The ratio bound/estimate
 # measures how loose each bound is at these inputs (1 = tight).
 
-# %%
+# %% tags=["hide-input"]
 d, h, c, s = token_dim, theory_heads, theory_channels, theory_image_size
 
 
@@ -265,19 +283,29 @@ for name, (module, x) in layers.items():
     bound = tb.lipschitz_bound(module, x)
     est = tb.lipschitz_estimate(module, x, n_iter=theory_n_iter, seed=theory_seed)
     rows.append({"layer": name, "bound": bound, "estimate": est, "bound / estimate": bound / est})
-random_table = pd.DataFrame(rows).set_index("layer")
+random_table = pd.DataFrame(rows)
 assert (random_table["estimate"] <= random_table["bound"] * (1 + 1e-6)).all(), random_table
-random_table.style.format("{:.4g}")
+tight = random_table[random_table["bound / estimate"] < 1.01]
+glue_number("theory-n-layers", len(random_table), "{:d}")
+glue_number("theory-n-tight", len(tight), "{:d}")
+loosest = random_table.loc[random_table["bound / estimate"].idxmax()]
+glue_number("theory-loosest-layer", loosest["layer"], "{}")
+glue_number("theory-loosest-ratio", loosest["bound / estimate"])
+show_table(random_table, columns={"layer": "layer", "bound": "bound", "estimate": "estimate",
+                                  "bound / estimate": "bound / estimate"}, digits=4,
+           caption="Every bound against its estimate on a random layer (1 = tight).")
 
 # %% [markdown]
-# Linear maps, convolutions, BatchNorm, pooling, ReLU and GELU are tight (ratio 1 up to the
-# $10^{-3}$ certification gap; GELU's inputs sit at its steepest point $\sqrt2$). The
+# All {glue:text}`theory-n-layers` bounds hold. {glue:text}`theory-n-tight` of them are tight
+# (ratio below 1.01): linear maps, convolutions, BatchNorm, pooling, ReLU and GELU (ratio 1 up
+# to the $10^{-3}$ certification gap; GELU's inputs sit at its steepest point $\sqrt2$). The
+# loosest is {glue:text}`theory-loosest-layer` (ratio {glue:text}`theory-loosest-ratio`). The
 # compositions are looser, as a product of per-part bounds must be when the parts' worst
 # directions do not align. The attention bounds are the loosest: a worst case over a whole
 # ball, against the Jacobian at a few random points.
 
 # %% [markdown]
-# ## 5. How the bounds scale
+# ## How the bounds scale
 #
 # ### Attention against sequence length, radius and width
 #
@@ -285,7 +313,7 @@ random_table.style.format("{:.4g}")
 # have norm exactly $R$. The estimate is the largest Jacobian norm at those inputs (a lower
 # bound of the local constant on the ball).
 
-# %%
+# %% tags=["hide-input"]
 attention_rows = []
 mha = nn.MultiheadAttention(d, h, batch_first=True)
 for radius in radius_grid:
@@ -307,53 +335,36 @@ for width in width_grid:
 attention = pd.DataFrame(attention_rows)
 assert (attention["estimate"].dropna() <= attention.loc[attention["estimate"].notna(), "bound"]).all()
 
-# %%
-fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+# %% tags=["hide-input"]
+_ = publish_figure(plot_attention_scaling(attention, width=d), "fig-theory-attention",
+                   results_dir=results_dir, notebook="00_theory", params=params)
 by_n = attention[attention["width"] == d]
-colors = plt.cm.viridis(np.linspace(0, 0.9, len(radius_grid)))
-for color, radius in zip(colors, radius_grid, strict=True):
-    part = by_n[by_n["R"] == radius]
-    axes[0].plot(part["n"], part["bound"], "o-", color=color, label=f"bound, R={radius:g}")
-    axes[0].plot(part["n"], part["estimate"], "x--", color=color, alpha=0.7)
-ref = by_n[by_n["R"] == radius_grid[-1]]
-axes[0].plot(ref["n"], ref["bound"].iloc[0] * np.sqrt(ref["n"] / ref["n"].iloc[0]), ":",
-             color="0.3", label=r"$\propto\sqrt{n}$")
-axes[0].set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="Lipschitz constant",
-            title="attention vs n (dashed: estimate)")
-axes[0].legend(fontsize=7)
-for n, marker in ((4, "o"), (16, "s"), (64, "^")):
-    part = by_n[by_n["n"] == n]
-    axes[1].plot(part["R"], part["bound"], marker + "-", label=f"bound, n={n}")
-    axes[1].plot(part["R"], part["estimate"], marker + "--", alpha=0.6, label=f"estimate, n={n}")
-axes[1].set(xscale="log", yscale="log", xlabel="token radius R", title="attention vs R")
-axes[1].legend(fontsize=7)
-by_w = attention[(attention["R"] == 1.0) & attention["width"].isin(width_grid)]
-for n, marker in ((4, "o"), (16, "s")):
-    part = by_w[by_w["n"] == n].drop_duplicates("width").sort_values("width")
-    axes[2].plot(part["width"], part["bound"], marker + "-", label=f"bound, n={n}")
-    axes[2].plot(part["width"], part["estimate"], marker + "--", alpha=0.6, label=f"estimate, n={n}")
-axes[2].set(xscale="log", yscale="log", xlabel="width D (R = 1)", title="attention vs width")
-axes[2].legend(fontsize=7)
-for ax in axes:
-    ax.xaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
-    ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
-    ax.yaxis.set_minor_formatter(mticker.NullFormatter())
-    ax.xaxis.set_minor_formatter(mticker.NullFormatter())
-fig.tight_layout()
-_ = save_figure(fig, figures / "theory_attention_scaling.png")
+regime = by_n[(by_n["R"] == slope_radius) & by_n["n"].between(4, 256)]
+slope = np.polyfit(np.log(regime["n"]), np.log(regime["bound"]), 1)[0]
+assert 0.3 < slope < 0.6, slope  # about 1/2: the √n regime
+glue_number("theory-attention-slope", slope, "{:.2f}")
+glue_number("theory-slope-radius", slope_radius, "{:g}")
+_ = glue_number("theory-width", d, "{:d}")
 
 # %% [markdown]
-# The bound grows like $\sqrt n$ for moderate $n$ and flattens once $n$ exceeds $e^{\Delta}$
+# ```{glue:figure} fig-theory-attention
+# :name: fig-theory-attention
+# :alt: Three log-log panels of the attention Lipschitz bound and its estimate: against sequence length for five token radii with a square-root guide, against token radius, and against width.
+#
+# The local Lipschitz bound of one random multi-head attention layer (solid) and the largest
+# Jacobian norm at random inputs, its estimate (dashed): (a) against the sequence length $n$,
+# one colour per token radius $R$, with a $\sqrt n$ guide (dotted); (b) against $R$; (c) against
+# the width $D$. Random layers (PyTorch's default initialisation), seed `theory_seed`; no data
+# set involved. {glue:text}`fig-theory-attention-provenance`
+# ```
+#
+# As {numref}`fig-theory-attention` shows, the bound grows like $\sqrt n$ for moderate $n$
+# (log-log slope {glue:text}`theory-attention-slope` at $R =$ {glue:text}`theory-slope-radius`
+# for $4 \le n \le 256$) and flattens once $n$ exceeds $e^{\Delta}$
 # (immediately for $R \le 1$, where $e^{\Delta}$ is small); it grows like $R^2$ for large $R$ (the softmax path), and with width
 # only through the weight norms (PyTorch's default initialisation keeps them about constant).
 # The estimates at random points grow much more slowly: random tokens on a sphere give nearly
 # uniform attention, far from the worst case of the ball.
-
-# %%
-regime = by_n[(by_n["R"] == slope_radius) & by_n["n"].between(4, 256)]
-slope = np.polyfit(np.log(regime["n"]), np.log(regime["bound"]), 1)[0]
-print(f"log-log slope of the attention bound in n (R = {slope_radius:g}, 4 ≤ n ≤ 256): {slope:.3f}")
-assert 0.3 < slope < 0.6, slope  # about 1/2: the √n regime
 
 # %% [markdown]
 # ### Convolution against kernel size, channels and input size
@@ -362,7 +373,7 @@ assert 0.3 < slope < 0.6, slope  # about 1/2: the √n regime
 # For each: the certified bound (Cholesky test), the circular-embedding bound, the cheap
 # patch-counting bound, and the estimate (power iteration on the operator, at random inputs).
 
-# %%
+# %% tags=["hide-input"]
 conv_rows = []
 for k in kernel_grid:
     conv = nn.Conv2d(c, c, k, padding=k // 2)
@@ -383,70 +394,59 @@ conv_table = pd.DataFrame(rows)
 assert (conv_table["estimate"] <= conv_table["certified"] * (1 + 1e-6)).all()
 assert (conv_table["certified"] <= conv_table[["circular", "cheap"]].min(axis=1) * (1 + 1e-9)).all()
 
-fig, axes = plt.subplots(1, 3, figsize=(14, 4))
-for ax, sweep, label in zip(axes, ("kernel size", "channels", "input size"),
-                            (f"kernel size k (C = {c}, {s}×{s})", f"channels C (3×3, {s}×{s})",
-                             f"input side H = W (C = {c}, 3×3, one layer)"), strict=True):
-    part = conv_table[conv_table["sweep"] == sweep]
-    ax.plot(part["value"], part["certified"], "o-", label="certified (Cholesky)")
-    ax.plot(part["value"], part["circular"], "s--", label="circular embedding")
-    ax.plot(part["value"], part["cheap"], "^:", label=r"cheap $\sqrt{k_hk_w}\,\|\tilde W\|_2$")
-    ax.plot(part["value"], part["estimate"], "x", color="k", label="estimate")
-    ax.set(xlabel=label, ylabel="Lipschitz constant", yscale="log",
-           title=f"convolution vs {sweep}")
-    ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
-    ax.yaxis.set_minor_formatter(mticker.FormatStrFormatter("%g"))
-    ax.tick_params(axis="y", which="minor", labelsize=7)
-axes[0].legend(fontsize=7)
-fig.tight_layout()
-_ = save_figure(fig, figures / "theory_conv_scaling.png")
-conv_table.pivot_table(index=["sweep", "value"], values=["certified", "circular", "cheap", "estimate"]).round(4)
+sizes = conv_table[conv_table["sweep"] == "input size"]
+assert (np.diff(sizes["certified"]) >= -1e-3 * sizes["certified"].iloc[:-1]).all()
+growth = sizes["certified"].iloc[-1] / sizes["certified"].iloc[-2] - 1
+assert growth < 0.01  # saturated: the norm does not keep growing with the input size
+glue_number("theory-conv-growth", 100 * growth, "{:+.2f}")
+glue_number("theory-conv-size-last", int(sizes["value"].iloc[-1]), "{:d}")
+glue_number("theory-conv-size-prev", int(sizes["value"].iloc[-2]), "{:d}")
+cheap_slack = (conv_table["cheap"] / conv_table["certified"]).max()
+glue_number("theory-conv-cheap-slack", cheap_slack)
+_ = publish_figure(plot_conv_scaling(conv_table), "fig-theory-conv", results_dir=results_dir,
+                   notebook="00_theory", params=params)
 
 # %% [markdown]
-# The operator norm of one convolution does not grow with the input size: it increases
-# slightly and saturates (the zero-padded operator on a small image is a compression of the one
+# ```{glue:figure} fig-theory-conv
+# :name: fig-theory-conv
+# :alt: Three panels of bounds on a convolution's operator norm against kernel size, number of channels and input side: the certified bound, the circular-embedding bound, the patch-counting bound and the estimate.
+#
+# Bounds on the operator norm of one random `Conv2d` (stride 1, "same" zero padding) against
+# the kernel size, the number of channels and the input side: the certified bound (Cholesky
+# test), the circular-embedding bound, the patch-counting bound, and the estimate (power
+# iteration). Random layers, seed `theory_seed`; no data set involved.
+# {glue:text}`fig-theory-conv-provenance`
+# ```
+#
+# {numref}`fig-theory-conv`: the operator norm of one convolution does not grow with the input
+# size: it increases slightly and saturates ({glue:text}`theory-conv-growth` % from side
+# {glue:text}`theory-conv-size-prev` to {glue:text}`theory-conv-size-last`) (the zero-padded operator on a small image is a compression of the one
 # on a larger image, and all are bounded by the circular bound $\max_\omega\sigma_{\max}(\hat K(\omega))$,
 # which does not depend on the size). The circular bound is loose on small inputs and tight on
-# large ones; the cheap bound is loose by a factor up to $k$. With default initialisation the
+# large ones; the cheap bound is loose by a factor up to $k$ (here up to
+# {glue:text}`theory-conv-cheap-slack`). With default initialisation the
 # norm stays of order 1 as kernel size and channels grow (the weights shrink like
 # $1/\sqrt{\text{fan-in}}$), so a convolution's Lipschitz constant is governed by its weights,
 # not its shape.
 
-# %%
-sizes = conv_table[conv_table["sweep"] == "input size"]
-assert (np.diff(sizes["certified"]) >= -1e-3 * sizes["certified"].iloc[:-1]).all()
-growth = sizes["certified"].iloc[-1] / sizes["certified"].iloc[-2] - 1
-print(f"operator norm at H = {sizes['value'].iloc[-1]} vs {sizes['value'].iloc[-2]}: {100 * growth:+.2f} %")
-assert growth < 0.01  # saturated: the norm does not keep growing with the input size
-
 # %% [markdown]
-# ## 6. What is derived here and what is cited
+# ## What is derived here and what is cited
 #
 # | bound | formula | source |
 # |---|---|---|
-# | Linear | $\|W\|_2$ | standard |
-# | Conv2d, certified | Lanczos + Cholesky test of $\mu I - G$, Demmel's error term | ours (numerical linear algebra: Demmel 1989; Higham 2002) |
-# | Conv2d, circular | $\max_\omega\sigma_{\max}(\hat K(\omega))$ on the padded grid | Sedghi, Gupta, Long 2019; Delattre et al. 2023 |
-# | Conv2d, cheap | $\sqrt m\,\|\tilde W\|_2$ | Cisse et al. 2017; Tsuzuku et al. 2018 |
-# | BatchNorm (eval) | $\max_c|\gamma_c|/\sqrt{\sigma_c^2+\epsilon}$, folded into the preceding conv | standard |
-# | LayerNorm (local) | $\max|\gamma|/\sqrt{(\sigma_{\min}-\delta/\sqrt d)_+^2+\epsilon}$ | derived here |
+# | Linear | $\lVert W\rVert _2$ | standard |
+# | Conv2d, certified | Lanczos + Cholesky test of $\mu I - G$, Demmel's error term | ours (numerical linear algebra: {cite:t}`demmel1989cholesky`; {cite:t}`higham2002accuracy`) |
+# | Conv2d, circular | $\max_\omega\sigma_{\max}(\hat K(\omega))$ on the padded grid | {cite:t}`sedghi2019singular`; {cite:t}`delattre2023gram` |
+# | Conv2d, cheap | $\sqrt m\,\lVert \tilde W\rVert _2$ | {cite:t}`cisse2017parseval`; {cite:t}`tsuzuku2018margin` |
+# | BatchNorm (eval) | $\max_c\lvert \gamma_c\rvert /\sqrt{\sigma_c^2+\epsilon}$, folded into the preceding conv | standard |
+# | LayerNorm (local) | $\max\lvert \gamma\rvert /\sqrt{(\sigma_{\min}-\delta/\sqrt d)_+^2+\epsilon}$ | derived here |
 # | GELU | $\tfrac12(1+\mathrm{erf}\,1) + 1/(e\sqrt\pi)$ | derived here |
 # | residual, ResNet and ViT blocks | $1+L$, $L_{\text{main}}+L_{\text{shortcut}}$, $(1+L_AL_{LN_1})(1+L_ML_{LN_2})$ | composition rules |
-# | dot-product attention (local) | $L_h$ above, heads stacked | derived here, after Kim et al. 2021 and Castin et al. 2024 |
-# | L2 attention (global) | $\sqrt N(4W_0(\frac{N-1}{e})+1)\|W_O\|(\sum_h\|A_h\|^2\|V_h\|^2)^{1/2}$ | Kim et al. 2021, Thm 3.2 |
-# | envelope | $W_{\infty,\infty}\le2\varepsilon_\ell\le2\prod_jL_j\,\varepsilon_0$ | Cohen-Steiner, Edelsbrunner, Harer 2007 |
+# | dot-product attention (local) | $L_h$ above, heads stacked | derived here, after {cite:t}`kim2021lipschitz` and {cite:t}`castin2024smooth` |
+# | L2 attention (global) | $\sqrt N(4W_0(\frac{N-1}{e})+1)\lVert W_O\rVert (\sum_h\lVert A_h\rVert ^2\lVert V_h\rVert ^2)^{1/2}$ | {cite:t}`kim2021lipschitz`, Thm 3.2 |
+# | envelope | $W_{\infty,\infty}\le2\varepsilon_\ell\le2\prod_jL_j\,\varepsilon_0$ | {cite:t}`cohensteiner2007stability` |
 #
-# References: H. Kim, G. Papamakarios, A. Mnih, *The Lipschitz constant of self-attention*,
-# ICML 2021, arXiv:2006.04710. V. Castin, P. Ablin, G. Peyré, *How smooth is attention?*,
-# ICML 2024, arXiv:2312.14820. D. Cohen-Steiner, H. Edelsbrunner, J. Harer, *Stability of
-# persistence diagrams*, Discrete Comput. Geom. 37 (2007). F. Chazal, V. de Silva, S. Oudot,
-# *Persistence stability for geometric complexes*, arXiv:1207.3885. H. Sedghi, V. Gupta,
-# P. M. Long, *The singular values of convolutional layers*, ICLR 2019, arXiv:1805.10408.
-# B. Delattre, Q. Barthélemy, A. Araujo, A. Allauzen, *Efficient bound of Lipschitz constant
-# for convolutional layers by Gram iteration*, ICML 2023, arXiv:2305.16173. M. Cisse et al.,
-# *Parseval networks*, arXiv:1704.08847. Y. Tsuzuku, I. Sato, M. Sugiyama, *Lipschitz-margin
-# training*, arXiv:1802.04034. J. W. Demmel, *On floating point errors in Cholesky*, LAPACK
-# Working Note 14 (1989).
+# The references are listed in full in {doc}`../references`.
 #
 # ## Summary
 #
@@ -454,3 +454,8 @@ assert growth < 0.01  # saturated: the norm does not keep growing with the input
 # on random layers (the asserts above stop the book otherwise). The linear parts are tight; the
 # compositions lose what misaligned worst cases lose; dot-product attention has only a local
 # bound, growing like $\sqrt n$ in the sequence length and like $R^2$ in the token radius.
+#
+# **Caveats.** The checks use random layers and random inputs; a bound that holds there holds
+# everywhere (it is proved), but its tightness on trained weights and real activations is
+# measured only in {doc}`05_bounds_vs_measured`. The estimates are lower bounds taken at a few
+# points, so a large bound/estimate ratio may come from the estimate as much as from the bound.

@@ -7,13 +7,17 @@
 # %% [markdown]
 # # Training the models
 #
-# This notebook trains every architecture of the run, for every seed, on the clean training
-# images, and records their clean test accuracy. The ViT and the ResNet are torchvision's own
-# classes (`VisionTransformer`, `ResNet` with `BasicBlock`), adapted to small images by
+# **Question.** Do the four architectures of this run learn the task well enough for their
+# smoothness and robustness to be compared? A comparison of TopoLip between a model that has
+# learned and one that has not would say little about attention or convolution.
+#
+# **Method.** Every architecture is trained from every seed on the clean training images with
+# `topolip.train.fit` (AdamW, cosine learning-rate decay, cross-entropy; CUDA with bfloat16
+# autocast when a GPU is present, else the CPU). The ViT and the ResNet are torchvision's own
+# classes (`VisionTransformer`, `ResNet` with `BasicBlock`) adapted to small images by
 # `topolip.models`; the attention-only and convolution-only stacks (no residual connections, no
-# normalization) are the plain models of the paper's earlier version; training is `topolip.train.fit` (AdamW, cosine learning-rate decay,
-# cross-entropy; seeded; CUDA with bfloat16 autocast when a GPU is present, else the CPU).
-# Checkpoints are written atomically after every epoch under `results_dir/models/`, named by a
+# normalization) follow the plain models of the paper's earlier version as its public reviews
+# describe them. Checkpoints are written after every epoch under the results folder, named by a
 # hash of everything that determines them, so an interrupted run resumes and a changed parameter
 # never reuses a stale model.
 
@@ -35,23 +39,27 @@ batch_size = 128
 lr = 0.002
 weight_decay = 0.0001
 
-# %%
+# %% tags=["remove-input"]
 from pathlib import Path
 
 import pandas as pd
 
 from topolip.data import load_dataset
-from topolip.pipeline import write_table
+from topolip.figures import plot_training_curves
+from topolip.pipeline import publish_figure, write_table
+from topolip.report import ARCH_LABELS, glue_number, show_parameters, show_table
 from topolip.train import TrainConfig, checkpoint_path, default_device, fit, spec_for
 
-data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, root=data_root)
 arch_params = {"vit": vit, "resnet": resnet, "attention_stack": attention_stack,
                "conv_stack": conv_stack}
-device = default_device()
-print(f"data: {data.name}, train {tuple(data.x_train.shape)}, test {tuple(data.x_test.shape)}; "
-      f"device: {device}")
+params = {"dataset": dataset, "n_train": n_train, "n_test": n_test, "split_seed": split_seed,
+          "archs": archs, **{a: arch_params[a] for a in archs}, "seeds": seeds,
+          "epochs": epochs, "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay}
+show_parameters(params)
 
-# %%
+# %% tags=["hide-input"]
+data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, root=data_root)
+device = default_device()
 rows, histories = [], []
 for arch in archs:
     spec = spec_for(arch, arch_params[arch], data)
@@ -60,9 +68,6 @@ for arch in archs:
                              weight_decay=weight_decay, seed=seed)
         ckpt = checkpoint_path(results_dir, spec, config, data)
         result = fit(spec, data, config, checkpoint=ckpt, device=device, progress=False)
-        print(f"{arch} seed {seed}: test accuracy {result.test_accuracy:.3f} after {epochs} "
-              f"epochs" + (f" (resumed at epoch {result.resumed_from_epoch})"
-                           if result.resumed_from_epoch else ""))
         n_params = sum(p.numel() for p in result.model.parameters())
         rows.append({"arch": arch, "seed": seed, "test_accuracy": result.test_accuracy,
                      "parameters": n_params, "epochs": epochs,
@@ -71,20 +76,65 @@ for arch in archs:
         histories += [{"arch": arch, "seed": seed, **h} for h in result.history]
 
 models = pd.DataFrame(rows)
-_ = write_table(models, Path(results_dir) / "tables" / "models.csv",
-            {"dataset": dataset, "n_train": n_train, "n_test": n_test, "split_seed": split_seed,
-             "archs": archs, **{a: arch_params[a] for a in archs}, "seeds": seeds, "epochs": epochs,
-             "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay})
-_ = write_table(pd.DataFrame(histories), Path(results_dir) / "tables" / "training.csv")
+history = pd.DataFrame(histories)
+_ = write_table(models, Path(results_dir) / "tables" / "models.csv", params)
+_ = write_table(history, Path(results_dir) / "tables" / "training.csv", params)
+
+# %% tags=["hide-input"]
+profile_note = f"{data.name}, {n_train} training images, device {device.type}"
+_ = publish_figure(plot_training_curves(history), "fig-train-curves", results_dir=results_dir,
+                   notebook="01_train", tables=("training.csv",), params=params, seeds=seeds)
+acc = models.groupby("arch", sort=False)["test_accuracy"].agg(["mean", "min", "max"])
+glue_number("n-models", len(models), "{:d}")
+glue_number("n-archs", len(archs), "{:d}")
+glue_number("n-seeds", len(seeds), "{:d}")
+glue_number("train-epochs", epochs, "{:d}")
+glue_number("train-data", profile_note, "{}")
+for arch in ("vit", "resnet", "attention_stack", "conv_stack"):
+    value = acc["mean"].get(arch, float("nan"))
+    glue_number(f"acc-{arch.replace('_', '-')}", value, "{:.3f}")
+best, worst = acc["mean"].idxmax(), acc["mean"].idxmin()
+glue_number("acc-best-arch", ARCH_LABELS.get(best, best), "{}")
+glue_number("acc-best", acc["mean"].max(), "{:.3f}")
+glue_number("acc-worst-arch", ARCH_LABELS.get(worst, worst), "{}")
+glue_number("acc-worst", acc["mean"].min(), "{:.3f}")
+glue_number("acc-spread", acc["mean"].max() - acc["mean"].min(), "{:.3f}")
+_ = glue_number("train-seconds", models["train_seconds"].sum(), "{:.0f}")
 
 # %% [markdown]
-# ## Clean test accuracy
+# ## Results
 #
-# One row per trained model (architecture and seed); `parameters` counts the trainable weights.
+# ```{glue:figure} fig-train-curves
+# :name: fig-train-curves
+# :alt: Two panels against the epoch: training loss falling and training accuracy rising for each architecture, attention models in blue, convolution models in orange.
+#
+# Training loss (left) and training accuracy (right) against the epoch, for each architecture;
+# lines are means over the {glue:text}`n-seeds` seeds, bands one standard deviation (drawn only
+# with two seeds or more). Data: {glue:text}`train-data`.
+# {glue:text}`fig-train-curves-provenance`
+# ```
+#
+# {numref}`fig-train-curves` shows how training went. The run trained
+# {glue:text}`n-models` models ({glue:text}`n-archs` architectures × {glue:text}`n-seeds`
+# seeds, {glue:text}`train-epochs` epochs each, {glue:text}`train-seconds` s of training in
+# all). Mean clean test accuracy over the seeds: ViT {glue:text}`acc-vit`, ResNet
+# {glue:text}`acc-resnet`, attention stack {glue:text}`acc-attention-stack`, convolution stack
+# {glue:text}`acc-conv-stack` (a dash: not trained in this run). The most accurate architecture
+# is the {glue:text}`acc-best-arch` ({glue:text}`acc-best`), the least accurate the
+# {glue:text}`acc-worst-arch` ({glue:text}`acc-worst`), a spread of {glue:text}`acc-spread`.
+#
+# The table lists every trained model.
 
-# %%
-models.drop(columns=["checkpoint"])
+# %% tags=["remove-input"]
+show_table(models, columns={"arch": "architecture", "seed": "seed",
+                            "test_accuracy": "clean test accuracy", "parameters": "weights",
+                            "epochs": "epochs", "train_seconds": "training time (s)"},
+           caption="Trained models: clean test accuracy on the held-out test images.")
 
-# %%
-pd.DataFrame(histories).pivot_table(index="epoch", columns=["arch", "seed"],
-                                    values="train_accuracy").round(3)
+# %% [markdown]
+# **Caveats.** Accuracy is measured once, on the held-out test images of this run's split; with
+# few seeds the spread between seeds is a rough guide to the training noise, not a confidence
+# interval. Where the architectures' accuracies differ, later comparisons of smoothness and
+# robustness compare models that learned the task to different degrees; the verdicts chapter
+# and the measure study control for clean accuracy where they can. The per-epoch numbers are in
+# `tables/training.csv`.

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_book_html import check_book_html
 
 from topolip.pipeline import apply_overrides, build_book, load_profile, run_chain, stage
 
@@ -89,8 +90,8 @@ def test_chain_and_book(tmp_path):
             assert word in text, (page, word)
     compare = (html / "book/notebooks/03_compare.html").read_text()
     assert re.search(r'<img[^>]+src="[^"]+\.png"', compare), "the ViT-vs-ResNet figure is embedded"
-    assert "test_accuracy" in (html / "book/notebooks/01_train.html").read_text()
-    assert "mean" in compare and "geometric_mean_scale_free" in compare
+    assert "clean test accuracy" in (html / "book/notebooks/01_train.html").read_text()
+    assert "primary" in compare and "scale-free geometric mean" in compare
     per_layer = (html / "book/notebooks/02_topolip.html").read_text()
     assert "topolip_scale_free" in per_layer and "final_norm" in per_layer and "pool" in per_layer
     assert (html / "book/intro.html").exists() and (html / "book/method.html").exists()
@@ -98,6 +99,9 @@ def test_chain_and_book(tmp_path):
     assert "attention-smoother" in verdict and "envelope" in verdict
     assert re.search(r"\b(supported|contradicted|inconclusive)\b", verdict)
     assert "Traceback" not in verdict and "Traceback" not in compare
+    # the book reads as a paper: numbered, captioned figures, glued numbers in the prose, no
+    # noise, MathJax served by the book itself (tests/test_book_html.py)
+    check_book_html(html, root)
 
     # a second run executes nothing: every notebook is cached
     assert all(r.cached for r in run_chain(root, params, log=lambda _: None))

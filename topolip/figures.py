@@ -1,8 +1,16 @@
 """Figures of the book, drawn from the tidy tables (so a figure and a check read the same
-numbers), and saved byte-stably."""
+numbers), and saved byte-stably.
+
+Every figure is at most 7.5 inches wide (the page width, so it is shown at about its natural
+size) with fonts of at least 9 pt, human labels (:data:`topolip.report.ARCH_LABELS`) and the
+colour-blind-safe palette of :data:`topolip.report.ARCH_COLORS`: blues for attention-based
+models, oranges for convolution-based ones. A figure names the profile it came from only
+through its ``profile_note`` argument (a small line under the panels) or the book's caption.
+"""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -12,16 +20,88 @@ import pandas as pd
 import seaborn as sns
 
 from .io import atomic_write
+from .report import ARCH_COLORS, ARCH_DASHES, ARCH_LABELS, ARCH_MARKERS
 
 __all__ = [
-    "plot_accuracy_curves", "plot_ood_behaviour", "plot_sweep", "plot_topolip_by_layer",
-    "plot_topolip_vs_accuracy", "save_figure",
+    "FIG_WIDTH", "STYLE", "plot_accuracy_curves", "plot_attention_scaling",
+    "plot_bounds_vs_measured", "plot_conv_scaling", "plot_end_to_end", "plot_ood_behaviour",
+    "plot_sweep", "plot_topolip_by_layer", "plot_topolip_vs_accuracy", "plot_training_curves",
+    "save_figure",
 ]
+
+#: Width of every figure, inches: the book's text column, so figures are not shrunk.
+FIG_WIDTH = 7.5
+
+#: Matplotlib settings of every figure (fonts >= 9 pt at display size).
+STYLE = {
+    "font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "xtick.labelsize": 9,
+    "ytick.labelsize": 9, "legend.fontsize": 9, "legend.title_fontsize": 9,
+    "figure.titlesize": 11, "axes.spines.top": False, "axes.spines.right": False,
+    "svg.hashsalt": "topolip",
+}
+
+#: Human names of perturbation kinds and table columns used in axis labels.
+_NAMES = {
+    "fgsm": "FGSM", "pgd": "PGD", "gaussian_noise": "Gaussian noise",
+    "gaussian_blur": "Gaussian blur", "contrast": "contrast", "rotation": "rotation",
+    "elastic": "elastic", "in_distribution": "in distribution",
+}
+
+
+def _name(value) -> str:
+    return ARCH_LABELS.get(value, _NAMES.get(value, str(value).replace("_", " ")))
+
+
+def _styled(func):
+    """Draw under :data:`STYLE`."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with plt.rc_context(STYLE):
+            return func(*args, **kwargs)
+
+    return wrapper
+
+
+def _note(fig: plt.Figure, profile_note: str | None) -> None:
+    """A small line under the panels naming the profile (e.g. "quick profile: MNIST, CPU")."""
+    if profile_note:
+        fig.text(0.99, -0.01, profile_note, ha="right", va="top", fontsize=9, color="0.35")
 
 
 def _palette(values) -> dict:
-    """One colour per value, the same for the same set of values in every figure."""
-    return dict(zip(sorted(pd.unique(values)), sns.color_palette("colorblind"), strict=False))
+    """One colour per value: the architecture palette for ``arch`` values, else seaborn's
+    colour-blind palette, the same for the same set of values in every figure."""
+    values = sorted(pd.unique(values))
+    if all(v in ARCH_COLORS for v in values):
+        return {v: ARCH_COLORS[v] for v in values}
+    return dict(zip(values, sns.color_palette("colorblind"), strict=False))
+
+
+def _order(values) -> list:
+    """Architectures in the book's order (ViT, attention stack, ResNet, convolution stack)."""
+    ranks = {a: i for i, a in enumerate(("vit", "attention_stack", "resnet", "conv_stack"))}
+    return sorted(pd.unique(values), key=lambda v: (ranks.get(v, len(ranks)), str(v)))
+
+
+def _arch_lines(values) -> dict:
+    """seaborn ``dashes``/``markers`` for architecture values (None for other hues)."""
+    values = list(pd.unique(values))
+    if all(v in ARCH_COLORS for v in values):
+        return {"dashes": {v: ARCH_DASHES[v] for v in values},
+                "markers": {v: ARCH_MARKERS[v] for v in values}}
+    return {"dashes": False, "markers": True}
+
+
+def _relabel_legend(ax: plt.Axes, title: str | None = "") -> None:
+    """Human labels in a legend drawn by seaborn."""
+    leg = ax.get_legend()
+    if leg is None:
+        return
+    for text in leg.get_texts():
+        text.set_text(_name(text.get_text()))
+    if title is not None:
+        leg.set_title(title or None)
 
 
 def save_figure(fig: plt.Figure, path: str | Path, *, dpi: int = 120) -> Path:
@@ -33,8 +113,14 @@ def save_figure(fig: plt.Figure, path: str | Path, *, dpi: int = 120) -> Path:
     return atomic_write(path, lambda f: f.write(buf.getvalue()))
 
 
-def plot_topolip_by_layer(table: pd.DataFrame, *, hue: str = "arch",
-                          row: str = "perturbation") -> plt.Figure:
+def _band(table: pd.DataFrame) -> str | None:
+    """Standard-deviation bands only where there are at least two seeds to spread."""
+    return "sd" if "seed" in table and table["seed"].nunique() >= 2 else None
+
+
+@_styled
+def plot_topolip_by_layer(table: pd.DataFrame, *, hue: str = "arch", row: str = "perturbation",
+                          profile_note: str | None = None) -> plt.Figure:
     """Per-layer TopoLip, raw (left) and scale-free (right), one row per perturbation.
 
     Parameters
@@ -42,60 +128,212 @@ def plot_topolip_by_layer(table: pd.DataFrame, *, hue: str = "arch",
     table : pandas.DataFrame
         Tidy rows of ``topolip.experiments.measure_topolip`` with columns ``arch``, ``seed``,
         ``perturbation``, ``strength``, ``depth``, ``layer``, ``topolip``,
-        ``topolip_scale_free``. Lines are means over seeds, bands one standard deviation.
+        ``topolip_scale_free``. Lines are means over seeds, bands one standard deviation
+        (drawn only with two seeds or more).
     hue : str, default="arch"
         Column whose values get one line (and colour) each.
     row : str, default="perturbation"
         Column whose values get one row of panels each (``"ood_set"`` for
         ``topolip.experiments.measure_ood``, whose tables have no ``strength``).
+    profile_note : str, optional
+        The profile the data came from, written under the panels.
 
     Returns
     -------
     matplotlib.figure.Figure
         Log-scale y axes; the dashed line at 1 separates expanding from contracting layers.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"arch": ["vit", "vit", "resnet", "resnet"], "seed": [0] * 4,
+    ...                   "perturbation": ["fgsm"] * 4, "strength": [0.1] * 4,
+    ...                   "depth": [1, 2, 1, 2], "layer": ["a", "b", "a", "b"],
+    ...                   "topolip": [1.0, 2, 3, 4], "topolip_scale_free": [1.0, 1, 2, 2]})
+    >>> fig = plot_topolip_by_layer(t); [ax.get_title() for ax in fig.axes]
+    ['FGSM (strength 0.1): raw', 'FGSM (strength 0.1): scale-free']
+    >>> sorted(t.get_text() for t in fig.legends[0].get_texts())
+    ['ResNet', 'ViT']
+    >>> plt.close(fig)
     """
+    _require(table, [hue, row, "depth", "topolip", "topolip_scale_free"], "table")
     kinds = list(dict.fromkeys(table[row]))
-    fig, axes = plt.subplots(len(kinds), 2, figsize=(11, 3.4 * len(kinds)), squeeze=False,
-                             sharex=True)
+    fig, axes = plt.subplots(len(kinds), 2, figsize=(FIG_WIDTH, 2.7 * len(kinds) + 0.6),
+                             squeeze=False, sharex=True)
     palette = _palette(table[hue])
+    order = _order(table[hue])
     for i, kind in enumerate(kinds):
         part = table[(table[row] == kind) & (table["depth"] > 0)]
         strength = (part["strength"].iloc[0] if len(part) and "strength" in part
                     else np.nan)
-        where = f"{kind} (strength {strength:g})" if np.isfinite(strength) else f"{kind}"
+        where = (f"{_name(kind)} (strength {strength:g})" if np.isfinite(strength)
+                 else _name(kind))
         for j, (col, title) in enumerate((("topolip", "raw"),
                                           ("topolip_scale_free", "scale-free"))):
             ax = axes[i, j]
-            sns.lineplot(data=part, x="depth", y=col, hue=hue, palette=palette, marker="o",
-                         errorbar="sd", ax=ax, legend=(i == 0 and j == 0))
-            ax.axhline(1.0, color="0.4", ls="--", lw=1)
+            sns.lineplot(data=part, x="depth", y=col, hue=hue, hue_order=order,
+                         palette=palette, style=hue, style_order=order, **_arch_lines(part[hue]),
+                         errorbar=_band(part), ax=ax, legend=(i == 0 and j == 0))
+            ax.axhline(1.0, color="0.4", ls=":", lw=1)
             _log_axis(ax)
-            ax.set_title(f"{where}: {title} TopoLip")
-            ax.set_xlabel("probe depth ℓ (1 = first probe after the input)")
-            ax.set_ylabel("TopoLip$_\\ell$ = Δ$_\\ell$ / Δ$_{\\ell-1}$")
-    fig.tight_layout()
+            ax.set_title(f"{where}: {title}")
+            ax.set_xlabel("probe depth ℓ" if i == len(kinds) - 1 else "")
+            ax.set_ylabel("TopoLip$_\\ell$ = Δ$_\\ell$ / Δ$_{\\ell-1}$" if j == 0 else "")
+            ax.xaxis.set_major_locator(mticker.MaxNLocator(integer=True))
+    _figure_legend(fig, axes[0, 0])
+    _note(fig, profile_note)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))
     return fig
+
+
+def _figure_legend(fig: plt.Figure, ax: plt.Axes, *, ncol: int | None = None) -> None:
+    """Move ``ax``'s legend above the panels, one row, human labels."""
+    leg = ax.get_legend()
+    if leg is None:
+        return
+    handles, labels = ax.get_legend_handles_labels()
+    leg.remove()
+    fig.legend(handles, [_name(t) for t in labels], loc="upper center", frameon=False,
+               ncol=ncol or min(len(labels), 4), bbox_to_anchor=(0.5, 1.0))
 
 
 class _PlainLogFormatter(mticker.LogFormatter):
     """matplotlib's log-axis label policy, with plain numbers (0.6, 2, 10) as labels."""
 
     def _num_to_string(self, x, vmin, vmax):  # noqa: ARG002 - matplotlib's signature
+        if x > 0 and not 1e-3 <= x < 1e5:
+            exponent = np.log10(x)
+            if np.isclose(exponent, round(exponent)):
+                return f"$10^{{{round(exponent)}}}$"
+            return f"{x:.0e}"
         return f"{x:g}"
 
 
-def _log_axis(ax: plt.Axes) -> None:
-    """Log y axis with plain numbers; minor ticks labelled only when the axis spans about one
+def _log_axis(ax: plt.Axes, axis: str = "y") -> None:
+    """Log axis with plain numbers; minor ticks labelled only when the axis spans about one
     decade or less (matplotlib's ``minor_thresholds``), so wide ranges stay readable."""
-    ax.set_yscale("log")
-    ax.yaxis.set_major_formatter(_PlainLogFormatter(labelOnlyBase=False))
-    ax.yaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False,
-                                                    minor_thresholds=(1, 0.4)))
-    ax.tick_params(axis="y", which="minor", labelsize=7)
+    getattr(ax, f"set_{axis}scale")("log")
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_formatter(_PlainLogFormatter(labelOnlyBase=False))
+    target.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False,
+                                                  minor_thresholds=(1, 0.4)))
+    ax.tick_params(axis=axis, which="minor", labelsize=9)
 
 
-def plot_accuracy_curves(curves: pd.DataFrame, *, hue: str = "arch",
-                         ncols: int = 4) -> plt.Figure:
+@_styled
+def plot_training_curves(history: pd.DataFrame, *, profile_note: str | None = None
+                         ) -> plt.Figure:
+    """Training loss and accuracy against the epoch, one line per architecture.
+
+    Parameters
+    ----------
+    history : pandas.DataFrame
+        Rows of ``topolip.train.fit`` histories with ``arch`` and ``seed`` added: ``epoch``,
+        ``loss`` (cross-entropy, nats), ``train_accuracy`` (in [0, 1]). Lines are means over
+        seeds, bands one standard deviation (two seeds or more).
+    profile_note : str, optional
+        The profile the data came from, written under the panels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    ValueError
+        If ``history`` is empty or lacks a column.
+
+    Examples
+    --------
+    >>> h = pd.DataFrame({"arch": ["vit"] * 2 + ["resnet"] * 2, "seed": [0] * 4,
+    ...                   "epoch": [1, 2] * 2, "loss": [2.0, 1.0, 2.2, 1.5],
+    ...                   "train_accuracy": [0.5, 0.8, 0.4, 0.7]})
+    >>> fig = plot_training_curves(h); [ax.get_ylabel() for ax in fig.axes]
+    ['training loss (cross-entropy)', 'training accuracy']
+    >>> plt.close(fig)
+    """
+    _require(history, ["arch", "epoch", "loss", "train_accuracy"], "history")
+    fig, axes = plt.subplots(1, 2, figsize=(FIG_WIDTH, 3.2), squeeze=False)
+    order = _order(history["arch"])
+    for ax, col, label in zip(axes[0], ("loss", "train_accuracy"),
+                              ("training loss (cross-entropy)", "training accuracy"),
+                              strict=True):
+        sns.lineplot(data=history, x="epoch", y=col, hue="arch", hue_order=order,
+                     palette=_palette(history["arch"]), style="arch", style_order=order,
+                     **_arch_lines(history["arch"]), errorbar=_band(history), ax=ax,
+                     legend=(col == "loss"))
+        ax.set(xlabel="epoch", ylabel=label)
+        ax.xaxis.set_major_locator(mticker.MaxNLocator(integer=True))
+    axes[0, 1].set_ylim(top=1.0)
+    _figure_legend(fig, axes[0, 0])
+    _note(fig, profile_note)
+    fig.tight_layout(rect=(0, 0, 1, 0.9))
+    return fig
+
+
+@_styled
+def plot_end_to_end(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_free",
+                    label: str = "scale-free Δ$_L$ / Δ$_0$",
+                    profile_note: str | None = None) -> plt.Figure:
+    """The model-level TopoLip of every trained model, one column of points per perturbation.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        One row per model, seed and perturbation (``topolip_summary.csv``) with ``arch``,
+        ``perturbation`` and ``measure``.
+    measure : str, default="end_to_end_scale_free"
+        The column to plot (log scale; 1 = the model neither expands nor contracts).
+    label : str
+        Its axis label.
+    profile_note : str, optional
+        The profile the data came from, written under the panel.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One point per seed (small), the mean over seeds (large, outlined).
+
+    Raises
+    ------
+    ValueError
+        If ``summary`` is empty or lacks a column.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"arch": ["vit", "resnet"], "seed": [0, 0],
+    ...                   "perturbation": ["fgsm"] * 2, "end_to_end_scale_free": [2.0, 5.0]})
+    >>> fig = plot_end_to_end(t); fig.axes[0].get_yscale()
+    'log'
+    >>> plt.close(fig)
+    """
+    _require(summary, ["arch", "perturbation", measure], "summary")
+    order = _order(summary["arch"])
+    kinds = list(dict.fromkeys(summary["perturbation"]))
+    fig, ax = plt.subplots(figsize=(FIG_WIDTH, 3.4))
+    width = 0.8 / max(len(order), 1)
+    for k, kind in enumerate(kinds):
+        for a, arch in enumerate(order):
+            vals = summary[(summary["perturbation"] == kind) & (summary["arch"] == arch)][measure]
+            x = k - 0.4 + width * (a + 0.5)
+            ax.scatter(np.full(len(vals), x), vals, s=18, color=ARCH_COLORS.get(arch, "0.3"),
+                       alpha=0.6, marker=ARCH_MARKERS.get(arch, "o"), zorder=2)
+            ax.scatter([x], [vals.mean()], s=80, color=ARCH_COLORS.get(arch, "0.3"),
+                       edgecolor="k", marker=ARCH_MARKERS.get(arch, "o"), zorder=3,
+                       label=_name(arch) if k == 0 else None)
+    ax.axhline(1.0, color="0.4", ls=":", lw=1)
+    _log_axis(ax)
+    ax.set_xticks(range(len(kinds)), [_name(k) for k in kinds])
+    ax.set_ylabel(label)
+    fig.legend(loc="upper center", frameon=False, ncol=min(len(order), 4),
+               bbox_to_anchor=(0.5, 1.0))
+    _note(fig, profile_note)
+    fig.tight_layout(rect=(0, 0, 1, 0.88))
+    return fig
+
+
+@_styled
+def plot_accuracy_curves(curves: pd.DataFrame, *, hue: str = "arch", ncols: int = 3,
+                         profile_note: str | None = None) -> plt.Figure:
     """Accuracy against perturbation strength, one panel per perturbation kind.
 
     Parameters
@@ -103,11 +341,13 @@ def plot_accuracy_curves(curves: pd.DataFrame, *, hue: str = "arch",
     curves : pandas.DataFrame
         Rows of :func:`topolip.robustness.robustness_curves` with ``hue`` and ``seed`` columns
         added: ``perturbation``, ``strength``, ``unit``, ``accuracy``. Lines are means over
-        seeds, bands one standard deviation.
+        seeds, bands one standard deviation (two seeds or more).
     hue : str, default="arch"
         Column with one line (and colour) per value.
-    ncols : int, default=4
+    ncols : int, default=3
         Panels per row.
+    profile_note : str, optional
+        The profile the data came from, written under the panels.
 
     Returns
     -------
@@ -134,29 +374,35 @@ def plot_accuracy_curves(curves: pd.DataFrame, *, hue: str = "arch",
     kinds = list(dict.fromkeys(curves["perturbation"]))
     ncols = min(ncols, len(kinds))
     nrows = -(-len(kinds) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 3.1 * nrows), squeeze=False,
-                             sharey=True)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(FIG_WIDTH, 2.5 * nrows + 0.6),
+                             squeeze=False, sharey=True)
     palette = _palette(curves[hue])
+    order = _order(curves[hue])
     for ax, kind in zip(axes.flat, kinds, strict=False):
         part = curves[curves["perturbation"] == kind]
-        sns.lineplot(data=part, x="strength", y="accuracy", hue=hue, palette=palette,
-                     marker="o", errorbar="sd", ax=ax, legend=(ax is axes.flat[0]))
+        sns.lineplot(data=part, x="strength", y="accuracy", hue=hue, hue_order=order,
+                     palette=palette, style=hue, style_order=order, **_arch_lines(part[hue]),
+                     errorbar=_band(part), ax=ax, legend=(ax is axes.flat[0]))
         unit = part["unit"].iloc[0]
         ax.set_xlabel("ε (L∞, pixels of [0, 1])" if unit == "eps" else "severity")
         ax.set_ylabel("accuracy")
         ax.set_ylim(-0.02, 1.02)
-        ax.set_title(kind)
+        ax.set_title(_name(kind))
     for ax in list(axes.flat)[len(kinds):]:
         ax.set_visible(False)
-    fig.tight_layout()
+    _figure_legend(fig, axes.flat[0])
+    _note(fig, profile_note)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))
     return fig
 
 
+@_styled
 def plot_topolip_vs_accuracy(table: pd.DataFrame, *,
                              measures: tuple[str, str] = ("geometric_mean",
                                                           "geometric_mean_scale_free"),
                              y: str = "accuracy_drop", hue: str = "arch",
-                             style: str = "perturbation") -> plt.Figure:
+                             style: str = "perturbation",
+                             profile_note: str | None = None) -> plt.Figure:
     """Scatter of model TopoLip against the accuracy a perturbation costs, raw and scale-free.
 
     Parameters
@@ -170,6 +416,8 @@ def plot_topolip_vs_accuracy(table: pd.DataFrame, *,
         The robustness column (clean minus perturbed accuracy, in [-1, 1]).
     hue, style : str
         Columns giving colour and marker.
+    profile_note : str, optional
+        The profile the data came from, written under the panels.
 
     Returns
     -------
@@ -196,25 +444,30 @@ def plot_topolip_vs_accuracy(table: pd.DataFrame, *,
 
     _require(table, [*measures, y, hue, style], "table")
     corr = rank_correlations(table, list(measures), y).set_index("measure")
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, 2, figsize=(FIG_WIDTH, 3.6), squeeze=False)
     palette = _palette(table[hue])
     for ax, col, title in zip(axes[0], measures, ("raw", "scale-free"), strict=True):
-        sns.scatterplot(data=table, x=col, y=y, hue=hue, style=style, palette=palette, s=55,
-                        ax=ax, legend=(col == measures[-1]))
-        ax.axvline(1.0, color="0.4", ls="--", lw=1)
-        ax.set_xlabel(f"{title} model TopoLip ({col})")
-        ax.set_ylabel("accuracy drop (clean − perturbed)")
+        sns.scatterplot(data=table, x=col, y=y, hue=hue, hue_order=_order(table[hue]),
+                        style=style, palette=palette, s=45, ax=ax, legend=(col == measures[-1]))
+        ax.axvline(1.0, color="0.4", ls=":", lw=1)
+        ax.set_xlabel(f"{title} model TopoLip")
+        ax.set_ylabel("accuracy drop (clean − perturbed)" if col == measures[0] else "")
         rho, n = corr.loc[col, "rho"], corr.loc[col, "n"]
         ax.set_title(f"{title}: Spearman ρ = {rho:.2f} (n = {n})")
     if axes[0, 1].get_legend() is not None:
-        sns.move_legend(axes[0, 1], "upper left", bbox_to_anchor=(1.02, 1), fontsize=8)
+        _relabel_legend(axes[0, 1], title=None)
+        sns.move_legend(axes[0, 1], "upper left", bbox_to_anchor=(1.02, 1))
+        for text in axes[0, 1].get_legend().get_texts():
+            text.set_text(_name(text.get_text()))
+    _note(fig, profile_note)
     fig.tight_layout()
     return fig
 
 
+@_styled
 def plot_sweep(table: pd.DataFrame, arch: str, *,
                measures: tuple[str, str] = ("geometric_mean", "geometric_mean_scale_free"),
-               ) -> plt.Figure:
+               profile_note: str | None = None) -> plt.Figure:
     """TopoLip (raw, scale-free) and clean accuracy against each swept parameter of ``arch``.
 
     Parameters
@@ -222,11 +475,13 @@ def plot_sweep(table: pd.DataFrame, arch: str, *,
     table : pandas.DataFrame
         Rows of :func:`topolip.sweeps.run_sweep` (columns ``arch``, ``parameter``,
         ``value``, ``value_numeric``, ``seed``, ``test_accuracy`` and ``measures``). Lines are
-        means over seeds, bands one standard deviation.
+        means over seeds, bands one standard deviation (two seeds or more).
     arch : str
         Which architecture's sweeps to draw: one row of panels per swept parameter.
     measures : tuple of 2 str
         TopoLip columns of the first two panels (log scale, dashed line at 1).
+    profile_note : str, optional
+        The profile the data came from, written under the panels.
 
     Returns
     -------
@@ -246,7 +501,7 @@ def plot_sweep(table: pd.DataFrame, arch: str, *,
     ...                   "test_accuracy": [0.8, 0.9], "geometric_mean": [1.2, 1.1],
     ...                   "geometric_mean_scale_free": [0.9, 1.0]})
     >>> fig = plot_sweep(t, "vit"); [ax.get_title() for ax in fig.axes]
-    ['vit num_layers: raw TopoLip', 'vit num_layers: scale-free TopoLip', 'vit num_layers: clean accuracy']
+    ['ViT, num layers: raw TopoLip', 'ViT, num layers: scale-free TopoLip', 'ViT, num layers: clean accuracy']
     >>> plt.close(fig)
     """
     _require(table, ["arch", "parameter", "value", "value_numeric", "seed", "test_accuracy",
@@ -256,8 +511,9 @@ def plot_sweep(table: pd.DataFrame, arch: str, *,
         raise ValueError(f"no sweep rows for arch {arch!r}; the table has "
                          f"{sorted(table['arch'].unique())}")
     params = list(dict.fromkeys(part["parameter"]))
-    fig, axes = plt.subplots(len(params), 3, figsize=(12, 3.0 * len(params)), squeeze=False)
-    colors = sns.color_palette("colorblind")
+    fig, axes = plt.subplots(len(params), 3, figsize=(FIG_WIDTH, 2.6 * len(params)),
+                             squeeze=False)
+    color = ARCH_COLORS.get(arch, "0.3")
     for i, param in enumerate(params):
         rows = part[part["parameter"] == param].sort_values("value_numeric")
         ticks = rows.drop_duplicates("value_numeric")
@@ -265,23 +521,26 @@ def plot_sweep(table: pd.DataFrame, arch: str, *,
                                           (measures[1], "scale-free TopoLip"),
                                           ("test_accuracy", "clean accuracy"))):
             ax = axes[i, j]
-            sns.lineplot(data=rows, x="value_numeric", y=col, marker="o", errorbar="sd",
-                         color=colors[j], ax=ax)
+            sns.lineplot(data=rows, x="value_numeric", y=col, marker=ARCH_MARKERS.get(arch, "o"),
+                         errorbar=_band(rows), color=color, ax=ax)
             if j < 2:
                 _log_axis(ax)
-                ax.axhline(1.0, color="0.4", ls="--", lw=1)
-                ax.set_ylabel(f"{col}")
+                ax.axhline(1.0, color="0.4", ls=":", lw=1)
+                ax.set_ylabel(_name(col))
             else:
                 ax.set_ylabel("test accuracy")
             ax.set_xticks(ticks["value_numeric"].to_list(), ticks["value"].to_list())
             listed = ticks["value"].str.startswith("[").any()
-            ax.set_xlabel(param + (" (placed at the total number)" if listed else ""))
-            ax.set_title(f"{arch} {param}: {title}")
+            ax.set_xlabel(_name(param) + (" (at the total)" if listed else ""))
+            ax.set_title(f"{_name(arch)}, {_name(param)}: {title}")
+    _note(fig, profile_note)
     fig.tight_layout()
     return fig
 
 
-def plot_ood_behaviour(table: pd.DataFrame, *, hue: str = "arch") -> plt.Figure:
+@_styled
+def plot_ood_behaviour(table: pd.DataFrame, *, hue: str = "arch",
+                       profile_note: str | None = None) -> plt.Figure:
     """Max-softmax confidence on each data set and AUROC of in- against out-of-distribution.
 
     Parameters
@@ -289,14 +548,16 @@ def plot_ood_behaviour(table: pd.DataFrame, *, hue: str = "arch") -> plt.Figure:
     table : pandas.DataFrame
         Rows of :func:`topolip.robustness.ood_behaviour` with ``hue`` and ``seed`` columns
         added (``dataset``, ``mean_confidence``, ``auroc``). Bars are means over seeds, error
-        bars one standard deviation.
+        bars one standard deviation (two seeds or more).
     hue : str, default="arch"
         Column with one bar colour per value.
+    profile_note : str, optional
+        The profile the data came from, written under the panels.
 
     Returns
     -------
     matplotlib.figure.Figure
-        Left: mean max-softmax confidence (in [1/K, 1]) per data set; right: AUROC per OOD
+        Top: mean max-softmax confidence (in [1/K, 1]) per data set; bottom: AUROC per OOD
         set (0.5, dashed: confidence does not separate the sets).
 
     Raises
@@ -314,25 +575,242 @@ def plot_ood_behaviour(table: pd.DataFrame, *, hue: str = "arch") -> plt.Figure:
     >>> plt.close(fig)
     """
     _require(table, [hue, "dataset", "mean_confidence", "auroc"], "table")
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4), squeeze=False)
+    fig, axes = plt.subplots(2, 1, figsize=(FIG_WIDTH, 5.6), squeeze=False)
     palette = _palette(table[hue])
-    sns.barplot(data=table, x="dataset", y="mean_confidence", hue=hue, palette=palette,
-                errorbar="sd", ax=axes[0, 0], legend=False)
+    order = _order(table[hue])
+    table = table.assign(dataset=table["dataset"].map(_name))
+    sns.barplot(data=table, x="dataset", y="mean_confidence", hue=hue, hue_order=order,
+                palette=palette, errorbar=_band(table), ax=axes[0, 0])
     axes[0, 0].set_ylim(0, 1.02)
-    axes[0, 0].set_ylabel("mean max-softmax confidence")
+    axes[0, 0].set_ylabel("mean max-softmax\nconfidence")
     axes[0, 0].set_title("confidence on each data set")
-    ood = table[table["dataset"] != "in_distribution"]
-    sns.barplot(data=ood, x="dataset", y="auroc", hue=hue, palette=palette, errorbar="sd",
-                ax=axes[0, 1])
-    if axes[0, 1].get_legend() is not None:
-        sns.move_legend(axes[0, 1], "upper left", bbox_to_anchor=(1.02, 1), fontsize=8)
-    axes[0, 1].axhline(0.5, color="0.4", ls="--", lw=1)
-    axes[0, 1].set_ylim(0, 1.02)
-    axes[0, 1].set_ylabel("AUROC (max-softmax, in vs OOD)")
-    axes[0, 1].set_title("separating in- from out-of-distribution")
-    for ax in axes[0]:
+    ood = table[table["dataset"] != _name("in_distribution")]
+    sns.barplot(data=ood, x="dataset", y="auroc", hue=hue, hue_order=order, palette=palette,
+                errorbar=_band(ood), ax=axes[1, 0], legend=False)
+    axes[1, 0].axhline(0.5, color="0.4", ls=":", lw=1)
+    axes[1, 0].set_ylim(0, 1.02)
+    axes[1, 0].set_ylabel("AUROC\n(in vs out of distribution)")
+    axes[1, 0].set_title("separating in- from out-of-distribution")
+    for ax in axes[:, 0]:
         ax.set_xlabel("")
-        ax.tick_params(axis="x", labelrotation=15)
+    _figure_legend(fig, axes[0, 0])
+    _note(fig, profile_note)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    return fig
+
+
+@_styled
+def plot_attention_scaling(attention: pd.DataFrame, *, width: int,
+                           profile_note: str | None = None) -> plt.Figure:
+    """The local attention bound and its estimate against sequence length, radius and width.
+
+    Parameters
+    ----------
+    attention : pandas.DataFrame
+        Columns ``n`` (tokens), ``R`` (token norm), ``width`` (D), ``bound``, ``estimate``
+        (NaN where not computed), as built in the theory chapter.
+    width : int
+        The width D of the rows used in the first two panels.
+    profile_note : str, optional
+        Written under the panels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Three panels (log-log): against n (one colour per R, with a √n guide), against R
+        (n = 4, 16, 64), against D (R = 1). Solid: bound; dashed: estimate.
+
+    Raises
+    ------
+    ValueError
+        If ``attention`` lacks a column.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"n": [1, 4, 1, 4], "R": [1.0, 1.0, 2.0, 2.0], "width": [8] * 4,
+    ...                   "bound": [1.0, 2, 3, 6], "estimate": [0.5, 1, 1, 2]})
+    >>> fig = plot_attention_scaling(t, width=8); len(fig.axes)
+    3
+    >>> plt.close(fig)
+    """
+    _require(attention, ["n", "R", "width", "bound", "estimate"], "attention")
+    fig, axes = plt.subplots(3, 1, figsize=(FIG_WIDTH, 8.4), squeeze=False)
+    ax = axes[0, 0]
+    by_n = attention[attention["width"] == width]
+    radii = sorted(by_n["R"].unique())
+    colors = sns.color_palette("crest", len(radii))
+    for color, radius in zip(colors, radii, strict=True):
+        part = by_n[by_n["R"] == radius].sort_values("n")
+        ax.plot(part["n"], part["bound"], "o-", color=color, label=f"R = {radius:g}")
+        ax.plot(part["n"], part["estimate"], "x--", color=color, alpha=0.8)
+    ref = by_n[by_n["R"] == radii[-1]].sort_values("n")
+    if len(ref):
+        ax.plot(ref["n"], ref["bound"].iloc[0] * np.sqrt(ref["n"] / ref["n"].iloc[0]), ":",
+                color="0.3", label="∝ √n")
+    ax.set(xlabel="sequence length n", ylabel="Lipschitz constant",
+           title=f"(a) against the sequence length (D = {width}; dashed: estimate)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    ax = axes[1, 0]
+    markers = ("o", "s", "^", "D")
+    for k, n in enumerate(sorted(set(by_n["n"]) & {4, 16, 64})):
+        part = by_n[by_n["n"] == n].sort_values("R")
+        line, = ax.plot(part["R"], part["bound"], markers[k] + "-", label=f"n = {n}")
+        ax.plot(part["R"], part["estimate"], markers[k] + "--", color=line.get_color(),
+                alpha=0.8)
+    ax.set(xlabel="token radius R", ylabel="Lipschitz constant",
+           title=f"(b) against the token radius (D = {width}; dashed: estimate)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    ax = axes[2, 0]
+    by_w = attention[attention["R"] == 1.0]
+    for k, n in enumerate(sorted(set(by_w["n"]) & {4, 16})):
+        part = by_w[by_w["n"] == n].drop_duplicates("width").sort_values("width")
+        line, = ax.plot(part["width"], part["bound"], markers[k] + "-", label=f"n = {n}")
+        ax.plot(part["width"], part["estimate"], markers[k] + "--", color=line.get_color(),
+                alpha=0.8)
+    ax.set(xlabel="width D", ylabel="Lipschitz constant",
+           title="(c) against the width (R = 1; dashed: estimate)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    for ax in axes[:, 0]:
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
+        ax.xaxis.set_minor_formatter(mticker.NullFormatter())
+        _log_axis(ax)
+    _note(fig, profile_note)
+    fig.tight_layout()
+    return fig
+
+
+@_styled
+def plot_conv_scaling(conv: pd.DataFrame, *, profile_note: str | None = None) -> plt.Figure:
+    """Bounds on one convolution's operator norm against kernel size, channels and input size.
+
+    Parameters
+    ----------
+    conv : pandas.DataFrame
+        Columns ``sweep`` ("kernel size", "channels", "input size"), ``value``, ``certified``,
+        ``circular``, ``cheap``, ``estimate``, as built in the theory chapter.
+    profile_note : str, optional
+        Written under the panels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One panel per sweep (log y); the legend names the four curves once.
+
+    Raises
+    ------
+    ValueError
+        If ``conv`` lacks a column.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"sweep": ["kernel size"] * 2, "value": [1, 3],
+    ...                   "certified": [1.0, 2], "circular": [1.1, 2.2], "cheap": [1.0, 5],
+    ...                   "estimate": [0.99, 1.9]})
+    >>> fig = plot_conv_scaling(t); len(fig.axes)
+    1
+    >>> plt.close(fig)
+    """
+    _require(conv, ["sweep", "value", "certified", "circular", "cheap", "estimate"], "conv")
+    sweeps = list(dict.fromkeys(conv["sweep"]))
+    fig, axes = plt.subplots(1, len(sweeps), figsize=(FIG_WIDTH, 3.2), squeeze=False)
+    curves = (("certified", "o-", "certified (Cholesky test)"),
+              ("circular", "s--", "circular embedding"),
+              ("cheap", "^:", "patch counting"), ("estimate", "x", "estimate"))
+    colors = dict(zip(("certified", "circular", "cheap"), sns.color_palette("colorblind"),
+                      strict=False), estimate="k")
+    for ax, sweep in zip(axes[0], sweeps, strict=True):
+        part = conv[conv["sweep"] == sweep].sort_values("value")
+        for col, fmt, label in curves:
+            ax.plot(part["value"], part[col], fmt, color=colors[col], label=label)
+        ax.set(xlabel=sweep, ylabel="Lipschitz constant" if ax is axes[0, 0] else "")
+        _log_axis(ax)
+        ax.xaxis.set_major_locator(mticker.FixedLocator(part["value"].to_list()))
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=4, frameon=False,
+               bbox_to_anchor=(0.5, 1.0))
+    _note(fig, profile_note)
+    fig.tight_layout(rect=(0, 0, 1, 0.88))
+    return fig
+
+
+@_styled
+def plot_bounds_vs_measured(table: pd.DataFrame, *, profile_note: str | None = None
+                            ) -> plt.Figure:
+    """Per layer: the bound 2·L_ℓ against the measured W∞∞,ℓ / ε_{ℓ-1}, and the envelope.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per model (``arch``, ``seed``), ``perturbation`` and probe (``depth``,
+        ``layer``) with ``ratio`` (measured ``W_{∞,∞,ℓ} / ε_{ℓ-1}``), ``two_lip`` (2·L_ℓ with
+        margin ε_{ℓ-1}), ``bottleneck`` (W∞∞,ℓ), ``envelope`` (2ε_ℓ) and ``envelope_chain``
+        (2·∏L_j·ε_0). Means over seeds are drawn.
+    profile_note : str, optional
+        Written under the panels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One row per architecture. Left: 2·L_ℓ (black) over the measured ratio (one colour per
+        perturbation). Right: W∞∞,ℓ (solid), 2ε_ℓ (dashed) and the chained bound (dotted).
+
+    Raises
+    ------
+    ValueError
+        If ``table`` lacks a column.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"arch": ["vit"] * 2, "seed": [0, 0], "perturbation": ["fgsm"] * 2,
+    ...                   "depth": [0, 1], "layer": ["input", "embed"],
+    ...                   "ratio": [float("nan"), 0.5], "two_lip": [float("nan"), 4.0],
+    ...                   "bottleneck": [0.1, 0.2], "envelope": [0.4, 0.5],
+    ...                   "envelope_chain": [0.4, 1.6]})
+    >>> fig = plot_bounds_vs_measured(t); [ax.get_title() for ax in fig.axes]
+    ['ViT: per-layer growth', 'ViT: displacement and envelope']
+    >>> plt.close(fig)
+    """
+    _require(table, ["arch", "perturbation", "depth", "layer", "ratio", "two_lip",
+                     "bottleneck", "envelope", "envelope_chain"], "table")
+    archs = _order(table["arch"])
+    kinds = list(dict.fromkeys(table["perturbation"]))
+    colors = dict(zip(kinds, sns.color_palette("colorblind")[2:], strict=False))
+    fig, axes = plt.subplots(len(archs), 2, figsize=(FIG_WIDTH, 2.7 * len(archs) + 0.7),
+                             squeeze=False)
+    for i, arch in enumerate(archs):
+        part = table[table["arch"] == arch]
+        mean = (part.groupby(["perturbation", "depth", "layer"], sort=False)
+                .mean(numeric_only=True).reset_index().sort_values("depth"))
+        labels = list(dict.fromkeys(mean.sort_values("depth")["layer"]))
+        ax = axes[i, 0]
+        for kind in kinds:
+            m = mean[(mean["perturbation"] == kind) & (mean["depth"] > 0)]
+            ax.plot(m["depth"], m["two_lip"], "-", color="k", lw=1.2,
+                    label="2·L$_\\ell$ (margin ε$_{\\ell-1}$)" if kind == kinds[0] else None)
+            ax.plot(m["depth"], m["ratio"], "--o", color=colors[kind], ms=4,
+                    label=f"W$_{{\\infty,\\infty,\\ell}}$ / ε$_{{\\ell-1}}$, {_name(kind)}")
+        ax.set_title(f"{_name(arch)}: per-layer growth")
+        ax.set_ylabel("ratio")
+        ax = axes[i, 1]
+        for kind in kinds:
+            m = mean[mean["perturbation"] == kind]
+            ax.plot(m["depth"], m["bottleneck"], "-o", color=colors[kind], ms=4,
+                    label=f"W$_{{\\infty,\\infty,\\ell}}$, {_name(kind)}")
+            ax.plot(m["depth"], m["envelope"], "--", color=colors[kind],
+                    label=f"2ε$_\\ell$, {_name(kind)}")
+            ax.plot(m["depth"], m["envelope_chain"], ":", color=colors[kind],
+                    label=f"2·∏L$_j$·ε$_0$, {_name(kind)}")
+        ax.set_title(f"{_name(arch)}: displacement and envelope")
+        ax.set_ylabel("activation units")
+        for ax in axes[i]:
+            _log_axis(ax)
+            ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+    for j, ncol in ((0, 1), (1, 1)):
+        handles, labels = axes[0, j].get_legend_handles_labels()
+        axes[0, j].legend(handles, labels, loc="lower left", bbox_to_anchor=(0, 1.12),
+                          ncol=ncol, frameon=False, fontsize=9)
+    _note(fig, profile_note)
     fig.tight_layout()
     return fig
 

@@ -59,7 +59,7 @@ def lipschitz_estimate(
     inputs : torch.Tensor or ndarray of shape (m, ...)
         Points where the Jacobian is taken.
     n_iter : int, default=50
-        Power iterations (each one jvp + one vjp on the whole batch).
+        Power iterations (each two vjps on the whole batch).
     seed : int, default=0
         Seed of the random start vectors.
     max_samples : int, optional
@@ -82,9 +82,10 @@ def lipschitz_estimate(
     Notes
     -----
     In eval mode the supported layers act on each sample separately, so the Jacobian of the
-    batched map is block diagonal and one ``torch.func.jvp``/``vjp`` pair applies every
-    ``J_iᵀ J_i`` at once; each block's iterate is normalised separately. Attention runs on the
-    math SDPA backend (the fused CPU kernel has no forward-mode derivative). By the mean value
+    batched map is block diagonal and one pair of reverse-mode products (``J v`` as the vjp of
+    ``u ↦ Jᵀu``, then ``Jᵀ(Jv)``) applies every ``J_iᵀ J_i`` at once; each block's iterate is
+    normalised separately. Attention runs on the math SDPA backend (the fused CPU kernel has no
+    second derivative). By the mean value
     inequality, ``‖J(x)‖ ≤ Lip(f)`` on any open set containing ``x``, so estimate ``≤`` bound.
 
     References
@@ -106,7 +107,7 @@ def lipschitz_estimate(
         x = x[: int(max_samples)]
     model = copy.deepcopy(module).to("cpu", torch.float64).eval()
     # Parameters keep requires_grad: it keeps nn.MultiheadAttention off its fused fast path,
-    # which has no forward-mode derivative.
+    # which has no second derivative.
     f = as_function(model)
     x = x.detach().to("cpu", torch.float64)
     gen = torch.Generator().manual_seed(int(seed))
@@ -118,10 +119,14 @@ def lipschitz_estimate(
 
     v = normalise(v)
     with sdpa_kernel(SDPBackend.MATH):
-        _, vjp_fn = torch.func.vjp(f, x)
+        out, vjp_fn = torch.func.vjp(f, x)
+        # J v as the vjp of the (linear) map u -> J^T u: reverse mode only. Forward mode
+        # (torch.func.jvp) would load torch's jvp decompositions through the deprecated
+        # torch.jit.script, which warns on every first use.
+        _, jvp_fn = torch.func.vjp(lambda u: vjp_fn(u)[0], torch.zeros_like(out))
         best = torch.zeros(x.shape[0], dtype=torch.float64)
         for _ in range(int(n_iter)):
-            _, jv = torch.func.jvp(f, (x,), (v,))
+            (jv,) = jvp_fn(v)
             sigma = jv.detach().flatten(1).norm(dim=1)
             # Rayleigh quotient of the current unit iterate: a certified lower bound
             best = torch.maximum(best, torch.where(v.flatten(1).norm(dim=1) > 0, sigma, best))

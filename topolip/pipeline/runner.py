@@ -107,6 +107,8 @@ def _show_only_injected_parameters(nb) -> None:
         for cell, tags in zip(nb.cells, tags_of, strict=True):
             if "parameters" in tags and "remove-cell" not in tags:
                 cell.metadata["tags"] = [*tags, "remove-cell"]
+            elif "injected-parameters" in tags and "hide-input" not in tags:
+                cell.metadata["tags"] = [*tags, "hide-input"]  # one click away
 
 
 def run_chain(
