@@ -39,7 +39,11 @@ n_train = 4000
 n_test = 1000
 split_seed = 0
 n_points = 200
-perturbations = {"fgsm": 0.1, "gaussian_noise": 3}
+n_robust = 500
+topolip_strengths = {"fgsm": 0.05, "pgd": 0.05, "gaussian_noise": 3, "gaussian_blur": 3,
+                     "contrast": 3, "rotation": 3, "elastic": 3}
+pgd_steps = 5
+bound_kinds = ["fgsm", "gaussian_noise"]   # perturbations whose certified chain is checked
 estimate_samples = 16    # clean images at which each segment's Jacobian norm is estimated
 estimate_n_iter = 30     # power iterations of the estimate
 
@@ -52,6 +56,7 @@ import pandas as pd
 from topolip.attacks import PERTURBATIONS, perturb
 from topolip.bounds import layer_bounds
 from topolip.data import load_dataset
+from topolip.experiments import seed_batch
 from topolip.figures import plot_bounds_vs_measured
 from topolip.pipeline import publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, show_parameters, show_table
@@ -66,25 +71,33 @@ for name in ("models.csv", "topolip.csv"):
 models = read_table(tables / "models.csv")
 measured = read_table(tables / "topolip.csv")
 data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, root=data_root)
-x, y = data.x_test[:n_points], data.y_test[:n_points]
 missing = (set(zip(models["arch"], models["seed"], strict=True))
            - set(zip(measured["arch"], measured["seed"], strict=True)))
 if missing:
     raise ValueError(f"tables/topolip.csv has no rows for the trained models {sorted(missing)}: "
                      "rerun notebook 02_topolip with the same parameters")
-paired_kinds = [k for k in perturbations if k in set(measured["perturbation"])]
-params = {"dataset": dataset, "n_points": n_points, "perturbations": perturbations,
-          "estimate_samples": estimate_samples, "n_iter": estimate_n_iter}
+unknown = sorted(set(bound_kinds) - set(topolip_strengths))
+if unknown:
+    raise ValueError(f"bound_kinds {unknown} are not measured: they must be kinds of "
+                     f"topolip_strengths {sorted(topolip_strengths)}")
+paired_kinds = [k for k in bound_kinds if k in set(measured["perturbation"])]
+params = {"dataset": dataset, "n_points": n_points, "n_robust": n_robust,
+          "topolip_strengths": {k: topolip_strengths[k] for k in bound_kinds},
+          "pgd_steps": pgd_steps, "estimate_samples": estimate_samples,
+          "n_iter": estimate_n_iter}
 show_parameters(params)
 
 # %% tags=["hide-input"]
 # For each trained model: the bound and the estimate of every segment at the clean batch
-# (margin 0), then, per perturbation (recreated as the TopoLip notebook made it: same kind,
-# strength and seed), the bounds with margin eps_{l-1} and the chain. layer_bounds raises if an
-# estimate exceeds its bound or a measured eps_l exceeds L_l eps_{l-1}.
+# (margin 0), then, per perturbation (recreated as the TopoLip notebook made it: the same seed
+# batch, kind, strength and seed, perturbed whole and cut to the n_points of the clouds), the
+# bounds with margin eps_{l-1} and the chain. layer_bounds raises if an estimate exceeds its
+# bound or a measured eps_l exceeds L_l eps_{l-1}.
 parts = []
 for row in models.itertuples():
     model = load_trained(row.checkpoint).model
+    x_eval, y_eval = seed_batch(data.x_test, data.y_test, max(n_robust, n_points), row.seed)
+    x = x_eval[:n_points]
     local = layer_bounds(model, x, estimate_samples=estimate_samples, n_iter=estimate_n_iter,
                          seed=row.seed)
     local.insert(0, "arch", row.arch)
@@ -93,8 +106,11 @@ for row in models.itertuples():
     parts.append(local)
     for kind in paired_kinds:
         key = "severity" if PERTURBATIONS[kind] == "severity" else "eps"
-        strength = int(perturbations[kind]) if key == "severity" else float(perturbations[kind])
-        x_t = perturb(kind, model, x, y, seed=row.seed, **{key: strength})
+        strength = (int(topolip_strengths[kind]) if key == "severity"
+                    else float(topolip_strengths[kind]))
+        options = {"steps": pgd_steps} if kind == "pgd" else {}
+        x_t = perturb(kind, model, x_eval, y_eval, seed=row.seed, **{key: strength},
+                      **options)[:n_points]
         chain = layer_bounds(model, x, x_t, estimate=False)
         chain.insert(0, "arch", row.arch)
         chain.insert(1, "seed", row.seed)

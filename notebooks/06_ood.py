@@ -7,23 +7,25 @@
 # %% [markdown]
 # # TopoLip under distribution shift
 #
-# The paper claims attention models handle out-of-distribution data better. Here the
-# "perturbed" batch is not a perturbation of the clean one but another data set: for every
-# trained model we compare, layer by layer, the point cloud of a clean test batch with the cloud
-# of an out-of-distribution (OOD) batch. The samples are not paired, so the topological
-# displacement $\Delta_\ell = W_{p,q}(\mathrm{Dgm}(H_\ell X), \mathrm{Dgm}(H_\ell X'))$ is
-# defined but no certified envelope is (`topolip_table(..., paired=False)`: `eps`,
-# `bottleneck` and `envelope` are empty); $\mathrm{TopoLip}_\ell = \Delta_\ell/\Delta_{\ell-1}$
-# says whether a layer widens (> 1) or narrows (< 1) the topological gap between the two data
-# sets. A layer that narrows it maps OOD data onto in-distribution-like features, which is not
-# obviously a virtue, so we also report what the models *do* on OOD data: their max-softmax
-# confidence, their accuracy where the OOD images carry the model's classes, and how well the
-# confidence separates in- from out-of-distribution images (AUROC; Hendrycks and Gimpel 2017).
+# **Question.** The paper claims attention models handle out-of-distribution (OOD) data
+# better. Do the attention models of this run transform OOD data more smoothly, and do they
+# tell it apart from their own test data better?
 #
-# The OOD sets (`topolip.data.OOD_SETS`) need no network: scikit-learn's 8×8 digits resized to
-# full frame (a near shift), colour-inverted MNIST digits, and crops of scikit-learn's two sample
-# photographs (a far shift, no class). For a CIFAR-10 model the digit sets carry no CIFAR class,
-# so no accuracy is reported for them.
+# **Method.** Here the "perturbed" batch is another data set: for every trained model we compare,
+# layer by layer, the point cloud of its seed's clean test batch with the cloud of a batch of OOD
+# images. The samples are not paired, so the displacement
+# $\Delta_\ell = W_{p,q}(\mathrm{Dgm}(H_\ell X), \mathrm{Dgm}(H_\ell X'))$ is defined but no
+# certified envelope is; the model-level measure is again the end-to-end scale-free ratio,
+# which says whether the network widens ($>1$) or narrows ($<1$) the topological gap between
+# the data sets. Narrowing maps OOD data onto in-distribution-like features, which is not
+# obviously a virtue, so we also measure what the models *do* on OOD data: their max-softmax
+# confidence and how well it separates test from OOD images (AUROC;
+# {cite:t}`hendrycks2017baseline`). Both are recomputed on bootstrap resamples of the images
+# for the intervals of {doc}`08_verdict`.
+#
+# The OOD sets need no network: scikit-learn's 8×8 digits resized to full frame (a near
+# shift), colour-inverted MNIST digits, and crops of scikit-learn's two sample photographs (a
+# far shift, no class).
 
 # %% tags=["parameters"]
 results_dir = "results/quick"
@@ -39,135 +41,137 @@ q = float("inf")
 n_perm = None
 ood_sets = ["digits", "inverted_mnist", "photo_patches"]
 n_ood = 1000
+n_image_resamples = 20
 
-# %%
+# %% tags=["remove-input"]
 from pathlib import Path
 
 import pandas as pd
 
-from topolip.data import OOD_SETS, load_dataset
-from topolip.experiments import measure_ood, model_summaries
-from topolip.figures import plot_ood_behaviour, plot_topolip_by_layer, save_figure
+from topolip.data import load_dataset
+from topolip.experiments import measure_ood, model_summaries, ood_resamples, seed_batch
+from topolip.figures import plot_end_to_end, plot_ood_behaviour
 from topolip.metric import DistanceSpec
-from topolip.pipeline import read_table, write_table
-from topolip.robustness import load_ood_batches, ood_behaviour
+from topolip.pipeline import publish_figure, read_table, write_table
+from topolip.report import ARCH_LABELS, glue_number, show_parameters, show_table
+from topolip.robustness import load_ood_batches, ood_auroc_resamples, ood_behaviour
 from topolip.train import load_trained
 
+params = {"dataset": dataset, "n_train": n_train, "n_test": n_test, "split_seed": split_seed,
+          "n_points": n_points, "degrees": degrees, "p": p, "q": q, "n_perm": n_perm,
+          "ood_sets": ood_sets, "n_ood": n_ood, "n_image_resamples": n_image_resamples}
+show_parameters(params)
+
+# %% tags=["hide-input"]
 tables = Path(results_dir) / "tables"
-figures = Path(results_dir) / "figures"
 models = read_table(tables / "models.csv")
 data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, root=data_root)
-if not 2 <= n_points <= min(len(data.y_test), n_ood):
-    raise ValueError(f"n_points={n_points} must be between 2 and min(n_test, n_ood)")
 ood = load_ood_batches(ood_sets, data, n=n_ood, seed=split_seed)
-x = data.x_test[:n_points]
 spec = DistanceSpec(degrees=degrees, p=p, q=q)
-for name in ood_sets:
-    print(f"{name}: {OOD_SETS[name]}")
-print(f"TopoLip: {n_points} clean test images against {n_points} images of each set "
-      f"({spec.label}); behaviour: {len(data.y_test)} test images and {n_ood} per set")
-
-# %%
-topo_parts, behaviour_parts = [], []
+topo_parts, behaviour_parts, resample_parts = [], [], []
 for row in models.itertuples():
     model = load_trained(row.checkpoint).model
-    t = measure_ood(model, x, {name: xo[:n_points] for name, (xo, _) in ood.items()}, spec,
-                    n_perm=n_perm)
+    x, _ = seed_batch(data.x_test, data.y_test, n_points, row.seed)
+    ood_x = {name: seed_batch(xo, yo, n_points, row.seed)[0] for name, (xo, yo) in ood.items()}
+    t = measure_ood(model, x, ood_x, spec, n_perm=n_perm)
     b = ood_behaviour(model, data.x_test, data.y_test, ood)
-    for part in (t, b):
-        part.insert(0, "arch", row.arch)
-        part.insert(1, "seed", row.seed)
-    topo_parts.append(t)
-    behaviour_parts.append(b)
-    print(f"{row.arch} seed {row.seed}: done")
+    r = ood_resamples(model, x, ood_x, spec, n_resamples=n_image_resamples, seed=row.seed)
+    a = ood_auroc_resamples(model, data.x_test, ood, n_resamples=n_image_resamples,
+                            seed=row.seed)
+    a = a.rename(columns={"dataset": "group", "auroc": "value"}).assign(measure="auroc")
+    for part, out in ((t, topo_parts), (b, behaviour_parts), (pd.concat([r, a]), resample_parts)):
+        out.append(part.assign(arch=row.arch, seed=row.seed))
+first = ["arch", "seed"]
 
-run_params = {"dataset": dataset, "ood_sets": ood_sets, "n_ood": n_ood, "n_points": n_points,
-              "degrees": degrees, "p": p, "q": q, "n_perm": n_perm, "draw_seed": split_seed}
-topo = pd.concat(topo_parts, ignore_index=True)
-_ = write_table(topo, tables / "ood_topolip.csv", run_params)
+
+def ordered(frames):
+    t = pd.concat(frames, ignore_index=True)
+    return t[first + [c for c in t.columns if c not in first]]
+
+
+topo = ordered(topo_parts)
+_ = write_table(topo, tables / "ood_topolip.csv", params)
 _ = write_table(model_summaries(topo, by=("arch", "seed", "ood_set")),
-                tables / "ood_topolip_summary.csv", run_params)
-_ = write_table(pd.concat(behaviour_parts, ignore_index=True), tables / "ood_behaviour.csv",
-                run_params)
+                tables / "ood_topolip_summary.csv", params)
+_ = write_table(ordered(behaviour_parts), tables / "ood_behaviour.csv", params)
+_ = write_table(ordered(resample_parts), tables / "ood_resamples.csv", params)
 
-# %% [markdown]
-# ## TopoLip per layer, clean against out-of-distribution
-#
-# Read back from `tables/ood_topolip.csv`; raw (left) and scale-free (right), mean over seeds,
-# bands one standard deviation.
-
-# %%
-topo = read_table(tables / "ood_topolip.csv")
-fig = plot_topolip_by_layer(topo, row="ood_set")
-_ = save_figure(fig, figures / "ood_topolip_by_layer.png")
-
-# %% [markdown]
-# Every model sees the same clean and OOD images, so the input-layer displacement $\Delta_0$
-# must be the same for all of them (a check of the pipeline); the unpaired rows carry no
-# envelope.
-
-# %%
-inputs = topo[topo["depth"] == 0]
-spread = inputs.groupby("ood_set")["delta"].agg(lambda d: d.max() - d.min())
-assert (spread <= 1e-9 * inputs["delta"].abs().max()).all(), spread
-assert topo[["eps", "bottleneck", "envelope"]].isna().all().all()
-assert topo["delta"].notna().all()
-inputs.groupby("ood_set")["delta"].first().rename("Δ_0 (input, pixel units)").round(3)
-
-# %% [markdown]
-# Model TopoLip under shift: the per-layer geometric mean $(\Delta_L/\Delta_0)^{1/L}$, mean and
-# standard deviation over seeds.
-
-# %%
+# %% tags=["remove-input"]
 summary = read_table(tables / "ood_topolip_summary.csv")
-(summary.groupby(["ood_set", "arch"], sort=False)[
-    ["geometric_mean", "geometric_mean_scale_free"]].agg(["mean", "std"]).round(3))
-
-# %% [markdown]
-# ## What the models do on out-of-distribution data
-#
-# Mean max-softmax confidence on each data set, accuracy where the OOD images carry the model's
-# classes, and the AUROC of confidence for telling the test set from each OOD set (0.5: the
-# model is as confident on OOD images as on its own test images).
-
-# %%
 behaviour = read_table(tables / "ood_behaviour.csv")
+seeds = sorted(int(s) for s in models["seed"].unique())
 own = behaviour[behaviour["dataset"] == "in_distribution"].merge(models, on=["arch", "seed"])
 assert (own["accuracy"] - own["test_accuracy"]).abs().max() < 1e-12, "same test set as training"
-fig = plot_ood_behaviour(behaviour)
-_ = save_figure(fig, figures / "ood_behaviour.png")
+_ = publish_figure(plot_end_to_end(summary.rename(columns={"ood_set": "perturbation"})),
+                   "fig-ood-topolip", results_dir=results_dir, notebook="06_ood",
+                   tables=("ood_topolip_summary.csv",), params=params, seeds=seeds)
+_ = publish_figure(plot_ood_behaviour(behaviour), "fig-ood-behaviour", results_dir=results_dir,
+                   notebook="06_ood", tables=("ood_behaviour.csv",), params=params, seeds=seeds)
+e2e = summary.groupby(["ood_set", "arch"])["end_to_end_scale_free"].mean().unstack()
+auroc = behaviour[behaviour["dataset"] != "in_distribution"].groupby(
+    ["dataset", "arch"])["auroc"].mean().unstack()
 
-# %%
-(behaviour.groupby(["dataset", "arch"], sort=False)[["mean_confidence", "accuracy", "auroc"]]
- .agg(["mean", "std"]).round(3))
+
+def ranking(row):
+    return ", ".join(f"{ARCH_LABELS.get(a, a)} {v:.2f}" for a, v in row.dropna().sort_values().items())
+
+
+glue_number("ood-e2e-rankings", "; ".join(f"{k.replace('_', ' ')}: {ranking(r)}"
+                                          for k, r in e2e.iterrows()), "{}")
+glue_number("ood-auroc-rankings", "; ".join(f"{k.replace('_', ' ')}: {ranking(r)}"
+                                            for k, r in auroc.iterrows()), "{}")
+below = auroc.stack()
+below = below[below < 0.5]
+glue_number("ood-n-below-chance", f"{len(below)} of {auroc.size}", "{}")
+glue_number("ood-below-chance", ", ".join(
+    f"{ARCH_LABELS.get(a, a)} on {d.replace('_', ' ')} ({v:.2f})" for (d, a), v in below.items())
+    or "none", "{}")
+glue_number("ood-n-points", n_points, "{}")
+glue_number("ood-n-ood", n_ood, "{}")
 
 # %% [markdown]
-# ## What this run shows
+# ## Results
 #
-# Computed from the tables above (scale-free TopoLip, means over seeds), whatever the paper
-# claims.
+# ```{glue:figure} fig-ood-topolip
+# :name: fig-ood-topolip
+# :alt: Dot plot of the end-to-end scale-free TopoLip between clean test images and each out-of-distribution set, per architecture, log axis.
+#
+# End-to-end scale-free TopoLip between each model's clean test batch and a batch of each OOD
+# set ({glue:text}`ood-n-points` images each; log axis, dotted line at 1). Small points: seeds;
+# large points: means. {glue:text}`fig-ood-topolip-provenance`
+# ```
+#
+# Ordered from the smallest ratio (the network narrows the gap between the data sets most),
+# the means over seeds are {glue:text}`ood-e2e-rankings` ({numref}`fig-ood-topolip`).
+#
+# ```{glue:figure} fig-ood-behaviour
+# :name: fig-ood-behaviour
+# :alt: Bar charts of the mean max-softmax confidence on each data set and of the AUROC of confidence for separating the test set from each out-of-distribution set, per architecture.
+#
+# What the models do on OOD data: mean max-softmax confidence per data set, and the AUROC of
+# that confidence for separating the test set from each OOD set ({glue:text}`ood-n-ood` images
+# per set; 0.5: no separation). Bars: means over seeds; ticks: one standard deviation.
+# {glue:text}`fig-ood-behaviour-provenance`
+# ```
+#
+# By the AUROC of the max-softmax confidence ({numref}`fig-ood-behaviour`), from the worst
+# separation to the best: {glue:text}`ood-auroc-rankings`. Confidence is a worse-than-chance
+# OOD detector (more confident on the OOD set than on the model's own test images) in
+# {glue:text}`ood-n-below-chance` (set, architecture) pairs: {glue:text}`ood-below-chance`.
 
-# %%
-gm = summary.groupby(["ood_set", "arch"])["geometric_mean_scale_free"].mean().unstack()
-beh = behaviour.groupby(["dataset", "arch"])[["mean_confidence", "accuracy", "auroc"]].mean()
-for name in ood_sets:
-    row = gm.loc[name]
-    auroc = beh.loc[name, "auroc"]
-    conf = beh.loc[name, "mean_confidence"]
-    print(f"{name}: lowest scale-free TopoLip for {row.idxmin()} ({row.min():.3f}), highest for "
-          f"{row.idxmax()} ({row.max():.3f}); best separated from the test set by confidence: "
-          f"{auroc.idxmax()} (AUROC {auroc.max():.3f}), worst: {auroc.idxmin()} "
-          f"({auroc.min():.3f}); mean confidence on it {conf.min():.2f} to {conf.max():.2f}.")
-    acc = beh.loc[name, "accuracy"].dropna()
-    if len(acc):
-        print(f"  accuracy on {name} (same classes): {acc.idxmax()} {acc.max():.3f} best, "
-              f"{acc.idxmin()} {acc.min():.3f} worst.")
-inverted = beh["auroc"].dropna()
-below = inverted[inverted < 0.5]
-print(f"Confidence below chance as an OOD detector (AUROC < 0.5: more confident on the OOD set "
-      f"than on its own test images) in {len(below)} of {len(inverted)} (set, architecture) "
-      "pairs" + (": " + ", ".join(f"{a} on {d} ({v:.3f})" for (d, a), v in below.items())
-                 if len(below) else "") + ".")
-order = gm.mean().sort_values()
-print("Scale-free TopoLip under shift, averaged over the OOD sets, from lowest to highest: "
-      + ", ".join(f"{a} {v:.3f}" for a, v in order.items()) + ".")
+# %% tags=["remove-input"]
+table = behaviour.groupby(["dataset", "arch"], sort=False)[
+    ["mean_confidence", "accuracy", "auroc"]].mean().reset_index()
+table["dataset"] = table["dataset"].str.replace("_", " ")
+show_table(table, columns={"dataset": "data set", "arch": "architecture",
+                           "mean_confidence": "mean confidence", "accuracy": "accuracy",
+                           "auroc": "AUROC"}, digits=3,
+           na_reason="no accuracy where the set has no class of the model; no AUROC for the "
+                     "test set itself",
+           caption="Behaviour on each data set, means over seeds.")
+
+# %% [markdown]
+# **Caveats.** A lower TopoLip under shift is not a better model: a network that maps every
+# input onto the same features has TopoLip 0 and detects nothing. The OOD sets are small
+# stand-ins built without a network; for a CIFAR-10 model the digit sets carry no class of the
+# model, so no accuracy is reported for them.

@@ -7,23 +7,19 @@
 # %% [markdown]
 # # TopoLip against model parameters
 #
-# Is TopoLip a property of the mechanism (attention against convolution) or of the model's size
-# and shape? This notebook varies one parameter at a time around a small base model of each
-# family and measures, for every sweep point, the clean test accuracy and the model TopoLip for
-# one perturbation (`sweep_perturbation`):
+# **Question.** Is TopoLip a property of the mechanism (attention against convolution) or of a
+# model's size and shape? And, for the measure study of {doc}`09_measures`, how do TopoLip and
+# the simpler measures rank models that differ in one parameter only?
 #
-# - ViT (`torchvision.models.VisionTransformer`): depth (`num_layers`), width (`hidden_dim`),
-#   attention heads (`num_heads`) and patch size;
-# - ResNet (`torchvision.models.resnet.ResNet` with `BasicBlock`): width, kernel size of the stem
-#   (`stem_kernel`) and blocks per stage;
-# - the plain attention-only and convolution-only stacks: depth.
-#
-# Each point is a model trained with `topolip.train.fit` for `sweep_epochs` epochs (fewer than
-# the main models, so the sweep fits the profile's time), on a checkpoint named by everything
-# that determines it: a re-run of this notebook trains nothing that is already trained. Model
-# TopoLip is the per-layer geometric mean $(\Delta_L/\Delta_0)^{1/L}$, raw and scale-free (a
-# depth sweep changes $L$, and the geometric mean is per layer); `tables/sweeps.csv` also holds
-# the end-to-end ratio $\Delta_L/\Delta_0$ and the largest layer ratio.
+# **Method.** One parameter at a time is varied around a small base model of each family, the
+# others held at the base: the ViT's depth (`num_layers`), width (`hidden_dim`), heads and patch
+# size; the ResNet's width, stem kernel and blocks per stage; the plain stacks' depth. Each
+# point is trained with `topolip.train.fit` for `sweep_epochs` epochs (fewer than the main
+# models, so the sweep fits the profile's time), on a checkpoint named by everything that
+# determines it, so a re-run trains nothing already trained. Each model is then measured like
+# the main models ({doc}`02_topolip`): under every kind of `sweep_perturbations`, the
+# end-to-end scale-free TopoLip on `n_points` images, the accuracy drop on the seed's batch of
+# `n_robust` images, and the baselines.
 
 # %% tags=["parameters"]
 results_dir = "results/quick"
@@ -33,6 +29,8 @@ n_train = 4000
 n_test = 1000
 split_seed = 0
 n_points = 200
+n_robust = 500
+pgd_steps = 5
 degrees = [0, 1]
 p = 1
 q = float("inf")
@@ -42,7 +40,7 @@ lr = 0.002
 weight_decay = 0.0001
 sweep_epochs = 6
 sweep_seeds = [0]
-sweep_perturbation = {"fgsm": 0.1}
+sweep_perturbations = {"fgsm": 0.05, "gaussian_noise": 3}
 sweeps = {
     "vit": {"base": {"patch_size": 7, "num_layers": 2, "num_heads": 2, "hidden_dim": 32,
                      "mlp_dim": 64},
@@ -58,85 +56,120 @@ sweeps = {
                    "grid": {"num_layers": [2, 4, 6]}},
 }
 
-# %%
+# %% tags=["remove-input"]
 from pathlib import Path
 
 import pandas as pd
 
 from topolip.data import load_dataset
-from topolip.figures import plot_sweep, save_figure
+from topolip.experiments import seed_batch
+from topolip.figures import plot_sweep
 from topolip.metric import DistanceSpec
-from topolip.pipeline import read_table, write_table
+from topolip.pipeline import publish_figure, read_table, write_table
+from topolip.report import ARCH_LABELS, glue_number, show_parameters
 from topolip.sweeps import run_sweep
 from topolip.train import TrainConfig, default_device
 
+params = {"dataset": dataset, "n_train": n_train, "n_test": n_test, "split_seed": split_seed,
+          "n_points": n_points, "n_robust": n_robust, "pgd_steps": pgd_steps,
+          "degrees": degrees, "p": p, "q": q, "n_perm": n_perm, "batch_size": batch_size,
+          "lr": lr, "weight_decay": weight_decay, "sweep_epochs": sweep_epochs,
+          "sweep_seeds": sweep_seeds, "sweep_perturbations": sweep_perturbations,
+          "sweeps": sweeps}
+show_parameters(params)
+
+# %% tags=["hide-input"]
 tables = Path(results_dir) / "tables"
-figures = Path(results_dir) / "figures"
 data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, root=data_root)
-if not 2 <= n_points <= len(data.y_test):
-    raise ValueError(f"n_points={n_points} must be between 2 and n_test={len(data.y_test)}")
-x, y = data.x_test[:n_points], data.y_test[:n_points]
 spec = DistanceSpec(degrees=degrees, p=p, q=q)
 config = TrainConfig(epochs=sweep_epochs, batch_size=batch_size, lr=lr,
                      weight_decay=weight_decay)
 device = default_device()
-print(f"training: {sweep_epochs} epochs on {n_train} images, seeds {sweep_seeds}, {device}; "
-      f"TopoLip: {sweep_perturbation} on {n_points} test images ({spec.label})")
-
-# %%
 parts = []
-for arch, sweep in sweeps.items():
-    t = run_sweep(arch, sweep["base"], sweep["grid"], data, config, results_dir=results_dir,
-                  x=x, y=y, perturbation=sweep_perturbation, spec=spec, n_perm=n_perm,
-                  seeds=sweep_seeds, device=device)
-    trained = int((t["resumed_from_epoch"] < sweep_epochs).sum())
-    print(f"{arch}: {len(t)} sweep points, {t['checkpoint'].nunique()} distinct models, "
-          f"{trained} trained in this run")
-    parts.append(t)
-
+for seed in sweep_seeds:
+    x, y = seed_batch(data.x_test, data.y_test, max(n_robust, n_points), seed)
+    for arch, sweep in sweeps.items():
+        parts.append(run_sweep(arch, sweep["base"], sweep["grid"], data, config,
+                               results_dir=results_dir, x=x, y=y,
+                               perturbations=sweep_perturbations, spec=spec, n_points=n_points,
+                               n_perm=n_perm, seeds=[seed], pgd_steps=pgd_steps, device=device))
 table = pd.concat(parts, ignore_index=True).drop(columns=["resumed_from_epoch"])
-_ = write_table(table, tables / "sweeps.csv",
-                {"dataset": dataset, "n_train": n_train, "n_test": n_test, "sweeps": sweeps,
-                 "sweep_epochs": sweep_epochs, "sweep_seeds": sweep_seeds,
-                 "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay,
-                 "sweep_perturbation": sweep_perturbation, "n_points": n_points,
-                 "degrees": degrees, "p": p, "q": q, "n_perm": n_perm})
+_ = write_table(table, tables / "sweeps.csv", params)
+
+# %% tags=["remove-input"]
+table = read_table(tables / "sweeps.csv")
+kind = next(iter(sweep_perturbations))
+shown = table[table["perturbation"] == kind]
+for arch in sweeps:
+    _ = publish_figure(plot_sweep(shown, arch, measures=("end_to_end", "end_to_end_scale_free")),
+                       f"fig-sweep-{arch.replace('_', '-')}", results_dir=results_dir,
+                       notebook="07_sweeps", tables=("sweeps.csv",), params=params,
+                       seeds=sweep_seeds)
+means = shown.groupby(["arch", "parameter", "value_numeric"], sort=False)[
+    ["end_to_end_scale_free", "test_accuracy"]].mean()
+trends = []
+for (arch, param), part in means.groupby(level=[0, 1], sort=False):
+    part = part.droplevel([0, 1]).sort_index()
+    e2e = part["end_to_end_scale_free"]
+    diffs = e2e.diff().dropna()
+    trend = "rises" if (diffs > 0).all() else "falls" if (diffs < 0).all() else "is not monotone"
+    trends.append(f"{ARCH_LABELS.get(arch, arch)} {param.replace('_', ' ')}: {trend} "
+                  f"({e2e.iloc[0]:.2f} to {e2e.iloc[-1]:.2f})")
+glue_number("sw-trends", "; ".join(trends), "{}")
+glue_number("sw-kind", kind.replace("_", " ").replace("fgsm", "FGSM"), "{}")
+glue_number("sw-n-models", table["checkpoint"].nunique(), "{}")
+glue_number("sw-epochs", sweep_epochs, "{}")
+span = shown.groupby("arch")["end_to_end_scale_free"].agg(lambda v: v.max() / v.min())
+glue_number("sw-max-span-arch", ARCH_LABELS.get(span.idxmax(), span.idxmax()), "{}")
+glue_number("sw-max-span", float(span.max()), "{:.1f}")
+family = shown.groupby("arch")["end_to_end_scale_free"].agg(["min", "max"])
+glue_number("sw-ranges", "; ".join(f"{ARCH_LABELS.get(a, a)} {r['min']:.2f}–{r['max']:.2f}"
+                                   for a, r in family.iterrows()), "{}")
 
 # %% [markdown]
 # ## The sweeps
 #
-# Read back from `tables/sweeps.csv`. One figure per family, one row per swept parameter: raw
-# TopoLip, scale-free TopoLip (log scale, dashed line at 1) and clean test accuracy, against the
-# parameter's value (the other parameters at the base). With several seeds, lines are means and
-# bands one standard deviation.
-
-# %%
-table = read_table(tables / "sweeps.csv")
-for arch in sweeps:
-    fig = plot_sweep(table, arch)
-    save_figure(fig, figures / f"sweep_{arch}.png")
-
-# %%
-(table.groupby(["arch", "parameter", "value"], sort=False)[
-    ["parameters", "test_accuracy", "geometric_mean", "geometric_mean_scale_free",
-     "end_to_end_scale_free"]].mean().round(3))
-
-# %% [markdown]
-# ## What this run shows
+# ```{glue:figure} fig-sweep-vit
+# :name: fig-sweep-vit
+# :alt: ViT sweeps: raw and scale-free end-to-end TopoLip and clean accuracy against depth, width, heads and patch size.
 #
-# For each sweep, computed from the table above (means over seeds): the scale-free TopoLip and
-# the clean accuracy from the smallest to the largest value of the parameter, and whether the
-# scale-free TopoLip changes monotonically along the sweep. A sweep of two or three short
-# training runs shows a trend in this run, not a law.
-
-# %%
-means = table.groupby(["arch", "parameter", "value_numeric"], sort=False)[
-    ["geometric_mean_scale_free", "test_accuracy"]].mean()
-for (arch, param), part in means.groupby(level=[0, 1], sort=False):
-    part = part.droplevel([0, 1]).sort_index()
-    gm, acc = part["geometric_mean_scale_free"], part["test_accuracy"]
-    diffs = gm.diff().dropna()
-    trend = ("rises" if (diffs > 0).all() else "falls" if (diffs < 0).all() else "is not monotone")
-    values = ", ".join(f"{v:g}" for v in part.index)
-    print(f"{arch} {param} ({values}): scale-free TopoLip {trend}, {gm.iloc[0]:.3f} to "
-          f"{gm.iloc[-1]:.3f}; clean accuracy {acc.iloc[0]:.3f} to {acc.iloc[-1]:.3f}.")
+# ViT sweeps, one row per swept parameter: raw and scale-free end-to-end TopoLip
+# $\Delta_L/\Delta_0$ (log axes, dashed line at 1) and clean test accuracy, against the
+# parameter's value, the others at the base; the first kind of `sweep_perturbations`.
+# {glue:text}`fig-sweep-vit-provenance`
+# ```
+#
+# In {numref}`fig-sweep-vit` and the figures below, the sweeps trained {glue:text}`sw-n-models` distinct models for {glue:text}`sw-epochs`
+# epochs each. Under {glue:text}`sw-kind`, the end-to-end scale-free TopoLip along each swept
+# parameter, from its smallest to its largest value: {glue:text}`sw-trends`. Within one family
+# the ratio spans up to a factor {glue:text}`sw-max-span` ({glue:text}`sw-max-span-arch`);
+# the families' ranges are {glue:text}`sw-ranges`. Where a family's range overlaps
+# another's, the architecture alone does not fix the smoothness: size and shape matter as much.
+#
+# ```{glue:figure} fig-sweep-resnet
+# :name: fig-sweep-resnet
+# :alt: ResNet sweeps: raw and scale-free end-to-end TopoLip and clean accuracy against width, stem kernel and blocks per stage.
+#
+# ResNet sweeps, as {numref}`fig-sweep-vit`. {glue:text}`fig-sweep-resnet-provenance`
+# ```
+#
+# ```{glue:figure} fig-sweep-attention-stack
+# :name: fig-sweep-attention-stack
+# :alt: Attention-stack depth sweep: raw and scale-free end-to-end TopoLip and clean accuracy against depth.
+#
+# Attention-only stack, depth sweep, as {numref}`fig-sweep-vit`.
+# {glue:text}`fig-sweep-attention-stack-provenance`
+# ```
+#
+# ```{glue:figure} fig-sweep-conv-stack
+# :name: fig-sweep-conv-stack
+# :alt: Convolution-stack depth sweep: raw and scale-free end-to-end TopoLip and clean accuracy against depth.
+#
+# Convolution-only stack, depth sweep, as {numref}`fig-sweep-vit`.
+# {glue:text}`fig-sweep-conv-stack-provenance`
+# ```
+#
+# **Caveats.** Each sweep point is one short training run per seed of `sweep_seeds`: a trend
+# along two or three points is what this run shows, not a law, and the sweeps carry no
+# intervals (they are not used for verdicts, only in the measure study, where each model is one
+# observation).

@@ -27,7 +27,7 @@ from .models import collect_activations
 
 __all__ = [
     "ModelMeasurement", "end_to_end_resamples", "measure_model", "measure_ood",
-    "measure_topolip", "model_summaries", "seed_batch",
+    "measure_topolip", "model_summaries", "ood_resamples", "seed_batch",
 ]
 
 
@@ -476,6 +476,48 @@ def measure_ood(
         table.insert(2, "n_ood", len(x_o))
         tables.append(table)
     return pd.concat(tables, ignore_index=True)
+
+
+def ood_resamples(model: nn.Module, x: torch.Tensor, ood: Mapping[str, torch.Tensor],
+                  spec: DistanceSpec = DistanceSpec(), *, n_resamples: int = 20,
+                  seed: int = 0) -> pd.DataFrame:
+    """Model TopoLip under distribution shift on bootstrap resamples of both batches.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A trained model with probe points.
+    x : torch.Tensor of shape (m, C, H, W)
+        Clean in-distribution images, pixels in [0, 1].
+    ood : mapping of str to torch.Tensor of shape (m', C, H, W)
+        ``{set name: images}``, as for :func:`measure_ood`.
+    spec : DistanceSpec
+    n_resamples : int, default=20
+    seed : int, default=0
+        Seed of the resampled indices (the same for every model of a seed: paired).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``group`` (the set), ``measure`` (``end_to_end``, ``end_to_end_scale_free``),
+        ``resample``, ``value``: the layout of :attr:`ModelMeasurement.resamples`.
+
+    Raises
+    ------
+    ValueError
+        If ``ood`` is empty or a batch is invalid.
+    """
+    if not ood:
+        raise ValueError("ood must hold at least one out-of-distribution batch")
+    clean = collect_activations(model, x)
+    parts = []
+    for name, x_o in ood.items():
+        e2e = end_to_end_resamples(clean, collect_activations(model, x_o), spec,
+                                   n_resamples=n_resamples, seed=seed, paired=False)
+        for measure in ("end_to_end", "end_to_end_scale_free"):
+            parts.append(pd.DataFrame({"group": name, "measure": measure,
+                                       "resample": e2e["resample"], "value": e2e[measure]}))
+    return pd.concat(parts, ignore_index=True)
 
 
 def model_summaries(table: pd.DataFrame, by: tuple[str, ...] = ("arch", "seed", "perturbation",

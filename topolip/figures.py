@@ -24,9 +24,9 @@ from .report import ARCH_COLORS, ARCH_DASHES, ARCH_LABELS, ARCH_MARKERS
 
 __all__ = [
     "FIG_WIDTH", "STYLE", "plot_accuracy_curves", "plot_attention_scaling",
-    "plot_bounds_vs_measured", "plot_conv_scaling", "plot_end_to_end", "plot_ood_behaviour",
-    "plot_sweep", "plot_topolip_by_layer", "plot_topolip_vs_accuracy", "plot_training_curves",
-    "save_figure",
+    "plot_bounds_vs_measured", "plot_conv_scaling", "plot_end_to_end", "plot_measure_study",
+    "plot_noise_floor", "plot_ood_behaviour", "plot_sweep", "plot_topolip_by_layer",
+    "plot_topolip_vs_accuracy", "plot_training_curves", "plot_verdicts", "save_figure",
 ]
 
 #: Width of every figure, inches: the book's text column, so figures are not shrunk.
@@ -397,34 +397,31 @@ def plot_accuracy_curves(curves: pd.DataFrame, *, hue: str = "arch", ncols: int 
 
 
 @_styled
-def plot_topolip_vs_accuracy(table: pd.DataFrame, *,
-                             measures: tuple[str, str] = ("geometric_mean",
-                                                          "geometric_mean_scale_free"),
-                             y: str = "accuracy_drop", hue: str = "arch",
-                             style: str = "perturbation",
+def plot_topolip_vs_accuracy(table: pd.DataFrame, *, measure: str = "end_to_end_scale_free",
+                             y: str = "accuracy_drop", hue: str = "arch", ncols: int = 4,
                              profile_note: str | None = None) -> plt.Figure:
-    """Scatter of model TopoLip against the accuracy a perturbation costs, raw and scale-free.
+    """Model TopoLip against the accuracy a perturbation costs, one panel per perturbation kind.
+
+    Kinds are kept apart (their models are the same, their scales and difficulties are not), so
+    each panel's title gives the within-kind Kendall τ (:func:`topolip.stats.kendall_tau`);
+    the tests with intervals are in :func:`topolip.claims.smoothness_table`.
 
     Parameters
     ----------
     table : pandas.DataFrame
-        One row per model, seed and perturbation, as from
-        :func:`topolip.robustness.topolip_vs_accuracy`.
-    measures : tuple of 2 str
-        The TopoLip columns of the left (raw) and right (scale-free) panels.
+        One row per model, seed and perturbation (``topolip_summary.csv``), with ``measure``,
+        ``y``, ``hue`` and ``perturbation``.
+    measure : str, default="end_to_end_scale_free"
+        The TopoLip column (log axis; dotted line at 1).
     y : str, default="accuracy_drop"
         The robustness column (clean minus perturbed accuracy, in [-1, 1]).
-    hue, style : str
-        Columns giving colour and marker.
+    hue : str, default="arch"
+    ncols : int, default=4
     profile_note : str, optional
-        The profile the data came from, written under the panels.
 
     Returns
     -------
     matplotlib.figure.Figure
-        The dashed line marks TopoLip 1 (left of it, the model contracts the displacement);
-        each panel's title gives Spearman's ρ pooled over all points
-        (:func:`topolip.stats.rank_correlations`).
 
     Raises
     ------
@@ -433,34 +430,47 @@ def plot_topolip_vs_accuracy(table: pd.DataFrame, *,
 
     Examples
     --------
-    >>> t = pd.DataFrame({"arch": ["a", "b", "a"], "perturbation": ["fgsm"] * 3,
-    ...                   "geometric_mean": [1.0, 2, 3], "geometric_mean_scale_free": [1.0, 1.5, 2],
-    ...                   "accuracy_drop": [0.1, 0.2, 0.3]})
-    >>> fig = plot_topolip_vs_accuracy(t); fig.axes[1].get_title()
-    'scale-free: Spearman ρ = 1.00 (n = 3)'
+    >>> t = pd.DataFrame({"arch": ["vit", "resnet", "vit"], "perturbation": ["fgsm"] * 3,
+    ...                   "end_to_end_scale_free": [1.0, 2, 3], "accuracy_drop": [0.1, 0.2, 0.3]})
+    >>> fig = plot_topolip_vs_accuracy(t); fig.axes[0].get_title()
+    'FGSM: τ = 1.00 (n = 3)'
     >>> plt.close(fig)
     """
-    from .stats import rank_correlations
+    from .stats import kendall_tau
 
-    _require(table, [*measures, y, hue, style], "table")
-    corr = rank_correlations(table, list(measures), y).set_index("measure")
-    fig, axes = plt.subplots(1, 2, figsize=(FIG_WIDTH, 3.6), squeeze=False)
+    _require(table, [measure, y, hue, "perturbation"], "table")
+    kinds = list(dict.fromkeys(table["perturbation"]))
+    ncols = min(ncols, len(kinds))
+    nrows = -(-len(kinds) // ncols)
+    height = 2.0 * nrows + 0.7
+    fig, axes = plt.subplots(nrows, ncols, figsize=(FIG_WIDTH, height), squeeze=False,
+                             sharey=True)
     palette = _palette(table[hue])
-    for ax, col, title in zip(axes[0], measures, ("raw", "scale-free"), strict=True):
-        sns.scatterplot(data=table, x=col, y=y, hue=hue, hue_order=_order(table[hue]),
-                        style=style, palette=palette, s=45, ax=ax, legend=(col == measures[-1]))
+    order = _order(table[hue])
+    for ax, kind in zip(axes.flat, kinds, strict=False):
+        part = table[table["perturbation"] == kind]
+        for h in order:
+            d = part[part[hue] == h]
+            ax.scatter(d[measure], d[y], s=22, color=palette[h], marker=ARCH_MARKERS.get(h, "o"),
+                       label=_name(h) if kind == kinds[0] else None, alpha=0.85)
+        tau = kendall_tau(part[measure], part[y])
+        n = int(part[[measure, y]].notna().all(axis=1).sum())
+        ax.set_title(f"{_name(kind)}: τ = {tau:.2f} (n = {n})" if np.isfinite(tau)
+                     else f"{_name(kind)}: τ undefined (n = {n})")
+        if (part[measure] > 0).all():
+            ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.xaxis.set_minor_formatter(mticker.NullFormatter())
         ax.axvline(1.0, color="0.4", ls=":", lw=1)
-        ax.set_xlabel(f"{title} model TopoLip")
-        ax.set_ylabel("accuracy drop (clean − perturbed)" if col == measures[0] else "")
-        rho, n = corr.loc[col, "rho"], corr.loc[col, "n"]
-        ax.set_title(f"{title}: Spearman ρ = {rho:.2f} (n = {n})")
-    if axes[0, 1].get_legend() is not None:
-        _relabel_legend(axes[0, 1], title=None)
-        sns.move_legend(axes[0, 1], "upper left", bbox_to_anchor=(1.02, 1))
-        for text in axes[0, 1].get_legend().get_texts():
-            text.set_text(_name(text.get_text()))
+        ax.set_xlabel("scale-free Δ$_L$/Δ$_0$" if measure == "end_to_end_scale_free"
+                      else _name(measure))
+    for ax in axes.flat[len(kinds):]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(_name(y))
+    fig.legend(loc="upper center", frameon=False, ncol=4, bbox_to_anchor=(0.5, 1.0))
     _note(fig, profile_note)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / height))
     return fig
 
 
@@ -812,6 +822,204 @@ def plot_bounds_vs_measured(table: pd.DataFrame, *, profile_note: str | None = N
                           ncol=ncol, frameon=False, fontsize=9)
     _note(fig, profile_note)
     fig.tight_layout()
+    return fig
+
+
+@_styled
+def plot_noise_floor(table: pd.DataFrame, *, ncols: int = 4,
+                     profile_note: str | None = None) -> plt.Figure:
+    """Scale-free displacement per layer against the noise floor, one panel per perturbation.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Per-layer rows (``topolip.csv``) with ``arch``, ``perturbation``, ``depth``,
+        ``delta_scale_free`` and ``noise_floor_scale_free``.
+    ncols : int, default=4
+        Panels per row.
+    profile_note : str, optional
+        The profile the data came from.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Solid lines: ``Δ_ℓ / s_ℓ`` (mean over seeds); dashed: the noise floor (displacement
+        between two disjoint clean batches, mean over seeds), both on a log axis.
+
+    Raises
+    ------
+    ValueError
+        If ``table`` is empty or lacks a column.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"arch": "vit", "perturbation": "fgsm", "seed": 0, "depth": [0, 1],
+    ...                   "delta_scale_free": [0.1, 0.2], "noise_floor_scale_free": [1.0, 1.0]})
+    >>> fig = plot_noise_floor(t); len(fig.axes)
+    1
+    >>> plt.close(fig)
+    """
+    _require(table, ["arch", "perturbation", "depth", "delta_scale_free",
+                     "noise_floor_scale_free"], "table")
+    kinds = list(dict.fromkeys(table["perturbation"]))
+    ncols = min(ncols, len(kinds))
+    nrows = -(-len(kinds) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(FIG_WIDTH, 2.1 * nrows + 0.6),
+                             sharey=True, squeeze=False)
+    order = _order(table["arch"])
+    mean = table.groupby(["perturbation", "arch", "depth"], sort=False)[
+        ["delta_scale_free", "noise_floor_scale_free"]].mean().reset_index()
+    for ax, kind in zip(axes.flat, kinds, strict=False):
+        part = mean[mean["perturbation"] == kind]
+        for arch in order:
+            d = part[part["arch"] == arch]
+            color = ARCH_COLORS.get(arch, "0.3")
+            ax.plot(d["depth"], d["delta_scale_free"], color=color,
+                    marker=ARCH_MARKERS.get(arch, "o"), ms=4, lw=1.5,
+                    label=_name(arch) if kind == kinds[0] else None)
+            ax.plot(d["depth"], d["noise_floor_scale_free"], color=color, ls="--", lw=1)
+        ax.set_yscale("log")
+        ax.set_title(_name(kind))
+        ax.set_xlabel("probe depth ℓ")
+    for ax in axes.flat[len(kinds):]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("Δ$_ℓ$ / s$_ℓ$")
+    axes.flat[0].plot([], [], color="0.3", ls="--", lw=1, label="noise floor")
+    fig.legend(loc="upper center", frameon=False, ncol=5, bbox_to_anchor=(0.5, 1.0))
+    _note(fig, profile_note)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / (2.1 * nrows + 0.6)))
+    return fig
+
+
+@_styled
+def plot_measure_study(study: pd.DataFrame, *, profile_note: str | None = None) -> plt.Figure:
+    """Kendall τ of every measure with the accuracy drop, with its interval, per perturbation.
+
+    Parameters
+    ----------
+    study : pandas.DataFrame
+        From :func:`topolip.measure_study.measure_study` (``perturbation``, ``label``,
+        ``kind``, ``tau``, ``tau_low``, ``tau_high``).
+    profile_note : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One row per measure (TopoLip first), one marker per perturbation kind with its 95%
+        bootstrap interval over models; dotted line at τ = 0.
+
+    Raises
+    ------
+    ValueError
+        If ``study`` is empty or lacks a column.
+
+    Examples
+    --------
+    >>> s = pd.DataFrame({"perturbation": ["fgsm", "fgsm"], "label": ["a", "b"],
+    ...                   "kind": "x", "tau": [0.5, 0.1], "tau_low": [0.2, -0.3],
+    ...                   "tau_high": [0.7, 0.4]})
+    >>> fig = plot_measure_study(s); bool(fig.axes[0].get_xlim()[0] <= -0.3)
+    True
+    >>> plt.close(fig)
+    """
+    _require(study, ["perturbation", "label", "tau", "tau_low", "tau_high"], "study")
+    labels = list(dict.fromkeys(study["label"]))
+    kinds = list(dict.fromkeys(study["perturbation"]))
+    colors = dict(zip(kinds, sns.color_palette("colorblind", len(kinds)), strict=False))
+    fig, ax = plt.subplots(figsize=(FIG_WIDTH, 0.42 * len(labels) + 1.4))
+    step = 0.8 / max(len(kinds), 1)
+    for k, kind in enumerate(kinds):
+        part = study[study["perturbation"] == kind].set_index("label").reindex(labels)
+        y = np.arange(len(labels)) - 0.4 + step * (k + 0.5)
+        err = np.vstack([part["tau"] - part["tau_low"], part["tau_high"] - part["tau"]])
+        ax.errorbar(part["tau"], y, xerr=np.nan_to_num(err), fmt="o", ms=4, lw=1,
+                    color=colors[kind], label=_name(kind))
+    ax.axvline(0.0, color="0.4", ls=":", lw=1)
+    ax.set_yticks(range(len(labels)), labels)
+    ax.invert_yaxis()
+    ax.set_xlim(-1.05, 1.05)
+    ax.set_xlabel("Kendall τ with the accuracy drop (oriented; 95% interval over models)")
+    fig.legend(loc="upper center", frameon=False, ncol=min(len(kinds), 4),
+               bbox_to_anchor=(0.5, 1.0))
+    _note(fig, profile_note)
+    top = 1 - 0.3 * (1 + (len(kinds) - 1) // 4) / (0.42 * len(labels) + 1.4)
+    fig.tight_layout(rect=(0, 0, 1, top))
+    return fig
+
+
+@_styled
+def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) -> plt.Figure:
+    """Forest plot of the architecture comparisons: effect and 95% interval, by claim.
+
+    Parameters
+    ----------
+    verdicts : pandas.DataFrame
+        From :func:`topolip.claims.evaluate`; rows with a finite ``low`` and ``high`` and a
+        ``comparison`` of the form ``"a vs b"`` are drawn.
+    profile_note : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One panel per claim; one row per comparison and group; colour by verdict; the effect is
+        attention minus convolution in the claim's units (no bar where there is no interval,
+        e.g. with one seed).
+
+    Raises
+    ------
+    ValueError
+        If no row compares two architectures.
+
+    Examples
+    --------
+    >>> v = pd.DataFrame({"claim": "c", "comparison": "vit vs resnet", "group": "fgsm",
+    ...                   "effect": [-1.0], "low": [-2.0], "high": [-0.5],
+    ...                   "verdict": ["supported"]})
+    >>> fig = plot_verdicts(v); len(fig.axes)
+    1
+    >>> plt.close(fig)
+    """
+    _require(verdicts, ["claim", "comparison", "group", "effect", "low", "high", "verdict"],
+             "verdicts")
+    v = verdicts[np.isfinite(verdicts["effect"].astype(float))
+                 & verdicts["comparison"].str.contains(" vs ")]
+    if v.empty:
+        raise ValueError("no architecture comparison to draw")
+    claims = list(dict.fromkeys(v["claim"]))
+    colors = {"supported": "#009E73", "contradicted": "#CC79A7", "inconclusive": "0.55",
+              "not enough seeds": "0.75"}
+    heights = [len(v[v["claim"] == c]) for c in claims]
+    fig, axes = plt.subplots(len(claims), 1, figsize=(FIG_WIDTH, 0.22 * sum(heights)
+                                                      + 0.9 * len(claims) + 0.6),
+                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    for ax, claim in zip(axes[:, 0], claims, strict=True):
+        part = v[v["claim"] == claim].reset_index(drop=True)
+        y = np.arange(len(part))
+        for verdict, color in colors.items():
+            m = part["verdict"] == verdict
+            if m.any():
+                ax.errorbar(part.loc[m, "effect"], y[m.to_numpy()],
+                            xerr=np.nan_to_num(np.vstack([
+                                part.loc[m, "effect"] - part.loc[m, "low"],
+                                part.loc[m, "high"] - part.loc[m, "effect"]]).astype(float)),
+                            fmt="o", ms=4, lw=1.2, color=color,
+                            label=verdict if claim == claims[0] else None)
+        names = [f"{' vs '.join(_name(a) for a in c.split(' vs '))}, {_name(g)}"
+                 for c, g in zip(part["comparison"], part["group"], strict=True)]
+        ax.set_yticks(y, names, fontsize=9)
+        ax.invert_yaxis()
+        ax.axvline(0.0, color="0.4", ls=":", lw=1)
+        ax.set_title(claim, loc="left")
+    axes[-1, 0].set_xlabel("attention − convolution (95% interval; verdicts use Holm)")
+    for verdict, color in colors.items():
+        if verdict not in set(v["verdict"]):
+            continue
+        if not any(t.get_label() == verdict for t in axes[0, 0].get_lines()):
+            axes[0, 0].plot([], [], "o", color=color, label=verdict)
+    fig.legend(loc="upper center", frameon=False, ncol=4, bbox_to_anchor=(0.5, 1.0))
+    _note(fig, profile_note)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / (0.22 * sum(heights) + 0.9 * len(claims) + 0.6)))
     return fig
 
 
