@@ -111,9 +111,10 @@ def load_cifar10(root: str | os.PathLike, *, n_train: int, n_test: int, seed: in
             f"CIFAR-10 under {folder} is incomplete or corrupted ({detail}); delete the folder "
             f"and extract {_URL} again, or pass download=True where a network exists"
         ) from err
-    for part, ds, n in (("train", train, 50_000), ("test", test, 10_000)):
+    for part, ds in (("train", train), ("test", test)):
         data, targets = np.asarray(ds.data), np.asarray(ds.targets)
-        if (data.shape != (n, 32, 32, 3) or data.dtype != np.uint8 or targets.shape != (n,)
+        if (data.ndim != 4 or data.shape[1:] != (32, 32, 3) or data.dtype != np.uint8
+                or targets.shape != (len(data),) or len(data) == 0
                 or targets.min() < 0 or targets.max() > 9):
             raise ValueError(
                 f"CIFAR-10 under {folder} holds an unexpected {part} set (images "
