@@ -6,6 +6,8 @@ Examples::
     topolip book --profile quick epochs=2 seeds=[1]
     topolip run --only 02_topolip eps=0.05         # one notebook (earlier outputs reused)
     topolip params                                 # every parameter, its value, who reads it
+    topolip params --schema                        # what each parameter allows
+    topolip --debug run epochs=abc                 # the traceback, not just the one line
 """
 
 from __future__ import annotations
@@ -15,42 +17,67 @@ import signal
 import sys
 from pathlib import Path
 
-from .pipeline import (
-    ParameterError,
-    apply_overrides,
-    build_book,
-    chain,
-    check_parameters,
-    load_profile,
-    run_chain,
-)
+from .pipeline import ParameterError, build_book, chain, check_parameters, run_chain
+from .pipeline.params import describe_schema, load_params
+from .pipeline.runner import NotebookFailed
 
 __all__ = ["main"]
 
 
 def _params(args) -> dict:
-    profile = load_profile(args.profile, root=args.root)
-    known = set(profile)
-    import jupytext
+    """Profile + overrides, validated against the schema (one line on any mistake)."""
+    params, _ = load_params(args.profile, args.overrides, root=args.root)
+    return params
 
-    from .pipeline.params import declared_parameters
-    for path in chain(args.root):
-        known |= set(declared_parameters(jupytext.read(path), name=str(path)))
-    return apply_overrides(profile, args.overrides, known=known)
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 600 else text[:597] + "..."
+
+
+def _run(args) -> int:
+    if args.command == "params" and args.schema:
+        for line in describe_schema():
+            print(line)
+        return 0
+    params = _params(args)
+    if args.command == "params":
+        per = check_parameters(chain(args.root), params)
+        for key in sorted(params):
+            users = [p.stem for p, d in per.items() if key in d]
+            print(f"{key} = {params[key]!r}    # {', '.join(users) or 'no notebook'}")
+        return 0
+    run_chain(args.root, params, only=args.only, force=args.force)
+    if args.command == "book":
+        html = build_book(args.root)
+        print(f"[topolip] book built: {html / 'index.html'}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; return the exit status (0 ok, 1 a failed run, 2 a bad input).
+
+    A user's mistake (bad parameter, missing file, failed notebook) prints one line
+    ``topolip: error: ...`` on stderr, never a traceback; ``--debug`` shows the traceback.
+    """
     parser = argparse.ArgumentParser(prog="topolip", description=__doc__.split("\n")[0])
+    parser.add_argument("--debug", action="store_true",
+                        help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, text in (("run", "execute the notebook chain"),
                        ("book", "execute the chain, then build the Jupyter Book"),
-                       ("params", "list the parameters of the chain")):
+                       ("params", "list (and validate) the parameters of the chain")):
         p = sub.add_parser(name, help=text)
         p.add_argument("--profile", default="quick", help="name in data/profiles or a YAML path")
         p.add_argument("--root", default=".", type=Path, help="repository root (default .)")
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show the full traceback of an error")
         p.add_argument("overrides", nargs="*", metavar="name=value",
                        help="override a parameter (YAML value; group.key=value for a mapping)")
-        if name != "params":
+        if name == "params":
+            p.add_argument("--schema", action="store_true",
+                           help="print every parameter's type, allowed values and meaning")
+        else:
             p.add_argument("--only", action="append", metavar="NOTEBOOK",
                            help="run only this notebook (repeatable), e.g. 02_topolip")
             p.add_argument("--force", action="store_true", help="ignore the notebook cache")
@@ -58,32 +85,31 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(signal, "SIGPIPE"):  # `topolip params | head` ends quietly, as Unix tools do
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
-        params = _params(args)
-        if args.command == "params":
-            per = check_parameters(chain(args.root), params)
-            for key in sorted(params):
-                users = [p.stem for p, d in per.items() if key in d]
-                print(f"{key} = {params[key]!r}    # {', '.join(users) or 'no notebook'}")
-            return 0
-        run_chain(args.root, params, only=args.only, force=args.force)
-        if args.command == "book":
-            html = build_book(args.root)
-            print(f"[topolip] book built: {html / 'index.html'}")
-    except (ParameterError, FileNotFoundError) as exc:
-        print(f"topolip: error: {exc}", file=sys.stderr)
-        return 2
-    except RuntimeError as exc:  # the book build
-        print(f"topolip: error: {exc}", file=sys.stderr)
-        return 1
+        return _run(args)
     except Exception as exc:
+        if args.debug:
+            raise
         from papermill import PapermillExecutionError
 
-        if not isinstance(exc, PapermillExecutionError):
+        if isinstance(exc, ParameterError | FileNotFoundError | NotADirectoryError
+                      | PermissionError | UnicodeError):
+            status, text = 2, _one_line(exc)
+        elif isinstance(exc, PapermillExecutionError):
+            status, text = 1, _one_line(exc if isinstance(exc, NotebookFailed) else
+                                        f"a notebook failed at cell {exc.exec_count}: "
+                                        f"{exc.ename}: {exc.evalue}")
+        elif isinstance(exc, RuntimeError | ValueError | OSError):  # the book build, a table
+            status, text = 1, _one_line(exc)
+        else:  # a bug, not a user's mistake: still one line, the traceback on request
+            status, text = 1, (f"internal error {type(exc).__name__}: {_one_line(exc)} "
+                               f"(rerun with --debug for the traceback)")
+        print(f"topolip: error: {text}", file=sys.stderr)
+        return status
+    except KeyboardInterrupt:
+        if args.debug:
             raise
-        print(f"topolip: error: a notebook failed at cell {exc.exec_count}: {exc.ename}: "
-              f"{exc.evalue}", file=sys.stderr)
-        return 1
-    return 0
+        print("topolip: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -29,6 +29,7 @@ References
 
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 from dataclasses import dataclass, field
@@ -49,6 +50,54 @@ FILTRATION = (
 # activations (few samples, many features). Only this message is silenced.
 _RIPSER_WIDE_WARNING = r"The input point cloud has more columns than rows"
 
+# ripser computes in float32: after rescaling the largest distance into [1, 2), every nonzero
+# distance must be a normal float32 number, so the spread of distances is limited to this.
+_F32_TINY = float(np.finfo(np.float32).tiny)  # 2**-126
+
+
+def _real_array(x, name: str, what: str, *, allow_bool: bool = True) -> np.ndarray:
+    """``x`` as a float64 ndarray; refuse complex, boolean and text input instead of coercing.
+
+    numpy would drop an imaginary part (with a warning only) and parse strings such as
+    ``"1.5"``; both hide a caller's mistake, so they are errors here.
+    """
+    try:
+        raw = np.asarray(x)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{name}: expected a numeric array of {what}, got {type(x).__name__} that numpy "
+            f"cannot read as one array ({exc}); pass a rectangular list or an ndarray"
+        ) from None
+    kind = raw.dtype.kind
+    if kind == "O":
+        flat = raw.reshape(-1)
+        bad = [v for v in flat if isinstance(v, complex | np.complexfloating | str | bytes)]
+        if bad:
+            kind = "c" if isinstance(bad[0], complex | np.complexfloating) else "U"
+    if kind == "c":
+        raise ValueError(
+            f"{name}: expected real numbers, got complex values (dtype {raw.dtype}); a "
+            f"persistence computation has no complex input: pass the real part explicitly "
+            f"(x.real) if that is what you mean"
+        )
+    if kind in "USa":
+        raise ValueError(
+            f"{name}: expected a numeric array of {what}, got text (dtype {raw.dtype}); "
+            f"convert the values with float() first"
+        )
+    if kind == "b" and not allow_bool:
+        raise ValueError(f"{name}: expected numbers, got booleans; pass {what}")
+    if kind not in "iufbO":
+        raise ValueError(f"{name}: expected a numeric array of {what}, got dtype {raw.dtype}")
+    try:
+        return np.array(raw, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(
+            f"{name}: expected a numeric array of {what}, got an object of type "
+            f"{type(x).__name__} that does not convert to float64 ({exc}); pass a list of "
+            f"numbers or an ndarray"
+        ) from None
+
 
 def check_diagram(dgm, name: str = "dgm") -> np.ndarray:
     r"""Validate a persistence diagram and return it as a float64 ``(n, 2)`` array.
@@ -59,7 +108,7 @@ def check_diagram(dgm, name: str = "dgm") -> np.ndarray:
         Rows are ``(birth, death)`` pairs in the filtration's units (for a
         point cloud: distances in activation units). Deaths may be ``+inf``
         (essential points). An empty sequence, or an array of shape ``(0,)``
-        or ``(0, 2)``, is the empty diagram. A :class:`Diagram` is accepted and
+        or ``(0, 2)`` (or ``(0, 0)``), is the empty diagram. A :class:`Diagram` is accepted and
         converted with :attr:`Diagram.array`.
     name : str, default="dgm"
         Name of the argument, used in error messages.
@@ -72,8 +121,10 @@ def check_diagram(dgm, name: str = "dgm") -> np.ndarray:
     Raises
     ------
     ValueError
-        If the array is not of shape ``(n, 2)``, is not numeric, contains NaN,
-        a birth that is not finite, a death equal to ``-inf``, or a death
+        If the array is not of shape ``(n, 2)`` (an empty array must have shape
+        ``(0,)``, ``(0, 0)`` or ``(0, 2)``, not ``(k, 0)`` with ``k > 0``), is not
+        real-numeric (complex, boolean and text values are refused, not coerced),
+        contains NaN, a birth that is not finite, a death equal to ``-inf``, or a death
         smaller than its birth. The message names ``name``, what was expected,
         what was got and how to fix it.
 
@@ -98,15 +149,8 @@ def check_diagram(dgm, name: str = "dgm") -> np.ndarray:
     """
     if isinstance(dgm, Diagram):
         return dgm.array.copy()
-    try:
-        arr = np.array(dgm, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"{name}: expected a numeric array of shape (n, 2) of (birth, death) rows, "
-            f"got an object of type {type(dgm).__name__} that does not convert to float64 "
-            f"({exc}); pass a list of [birth, death] pairs or an ndarray"
-        ) from None
-    if arr.size == 0 and arr.ndim <= 2 and (arr.ndim < 2 or arr.shape[1] in (0, 2)):
+    arr = _real_array(dgm, name, "shape (n, 2) of (birth, death) rows", allow_bool=False)
+    if arr.shape in ((0,), (0, 0), (0, 2)):
         return np.empty((0, 2), dtype=np.float64)
     if arr.ndim != 2 or arr.shape[1] != 2:
         raise ValueError(
@@ -321,14 +365,8 @@ def check_points(points, name: str = "points") -> np.ndarray:
     ...
     ValueError: activations at 'block1': expected finite coordinates, got NaN in row 0 (1 bad rows of 2); drop or repair these samples (a diverged activation?) before computing diagrams
     """
-    try:
-        X = np.array(points, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"{name}: expected a numeric array of shape (m, d), got {type(points).__name__} "
-            f"that does not convert to float64 ({exc}); flatten each sample's activations "
-            f"into one row"
-        ) from None
+    X = _real_array(points, name, "shape (m, d), one row per sample (flatten each sample's "
+                    "activations into one row)")
     if X.ndim != 2:
         raise ValueError(
             f"{name}: expected a 2-d array of shape (m, d) (one row per sample), got "
@@ -392,6 +430,55 @@ def _snap(values: np.ndarray, table: np.ndarray) -> np.ndarray:
     return out
 
 
+def _pow2_scale(value: float) -> float:
+    """A power of two within a factor 2 of ``value`` (1.0 for 0): division by it is exact."""
+    value = float(value)
+    if value == 0.0 or not math.isfinite(value):
+        return 1.0
+    return math.ldexp(1.0, math.frexp(value)[1] - 1)
+
+
+def _unscale(values, c: float, what: str):
+    """``values * c`` (c a power of two), refusing a result beyond float64's range."""
+    out = np.asarray(values, dtype=np.float64) * c
+    if np.isinf(out[np.isfinite(np.asarray(values, dtype=np.float64))]).any():
+        raise ValueError(
+            f"points: {what} exceeds float64's range (about 1.8e308) in the cloud's units; "
+            f"divide the cloud by a constant first (Rips diagrams scale with it)"
+        )
+    return out if isinstance(values, np.ndarray) else float(out)
+
+
+def _duplicate_pairs(X: np.ndarray) -> int:
+    """Number of pairs of identical rows of ``X``."""
+    _, counts = np.unique(X, axis=0, return_counts=True)
+    return int((counts * (counts - 1) // 2).sum())
+
+
+def _check_merged(X: np.ndarray, dists: np.ndarray, unit: float, n_dup: int) -> None:
+    """Refuse a cloud whose distinct rows came out at distance 0 (spread beyond float64)."""
+    zeros = int(np.count_nonzero(dists == 0))
+    if zeros > n_dup:
+        raise ValueError(
+            f"points: some distinct points are closer than float64 can resolve next to "
+            f"the cloud's largest coordinate ({np.abs(X).max() * unit:.3g}); merge them or "
+            f"drop the far outliers before computing diagrams"
+        )
+
+
+def _check_float32_spread(scaled: np.ndarray, unit: float) -> None:
+    """Refuse distances that ripser's float32 cannot hold next to the largest one."""
+    nonzero = scaled[scaled > 0]
+    if nonzero.size and float(nonzero.min()) < _F32_TINY:
+        lo, hi = float(nonzero.min()) * unit, float(scaled.max()) * unit
+        raise ValueError(
+            f"points: pairwise distances span from {lo:.3g} to {hi:.3g}, a ratio beyond "
+            f"float32's range (about 8.5e37) that ripser computes in; the smallest ones cannot "
+            f"be represented next to the largest. Merge points closer than {hi * 2.0**-120:.3g} "
+            f"(or drop the far outliers) before computing diagrams"
+        )
+
+
 def _greedy_permutation(X: np.ndarray, n_perm: int) -> tuple[np.ndarray, float]:
     """Furthest-point sampling as ripser's ``get_greedy_perm``, in exact float64.
 
@@ -435,8 +522,9 @@ def rips_diagrams(points, degrees=(0, 1), n_perm: int | None = None) -> RipsDiag
     Raises
     ------
     ValueError
-        If ``points`` is not a 2-d numeric array, has fewer than 2 rows or a
-        NaN/inf coordinate; if ``degrees`` is not a non-empty sequence of
+        If ``points`` is not a 2-d real numeric array, has fewer than 2 rows or
+        a NaN/inf coordinate; if its nonzero pairwise distances span more than
+        float32's range, or exceed float64's (see Notes); if ``degrees`` is not a non-empty sequence of
         distinct non-negative ints; if ``n_perm`` is not an int ``>= 2``.
 
     Notes
@@ -445,14 +533,23 @@ def rips_diagrams(points, degrees=(0, 1), n_perm: int | None = None) -> RipsDiag
     \operatorname{diam}\sigma \le r\}`, computed to full threshold, so degree 0
     has exactly one essential point (birth 0) and higher degrees none.
 
-    *Exact values.* ripser computes in float32. Every birth and death of a
-    Rips filtration is the diameter of a simplex, that is 0 or a pairwise
-    distance, so each value returned by ripser is replaced by the nearest
-    float64 pairwise distance (computed here with
+    *Exact values.* ripser computes in float32. Rips diagrams are positively
+    homogeneous, :math:`\mathrm{Dgm}(X/c) = \mathrm{Dgm}(X)/c`, so the cloud is
+    divided by a power of two near its largest coordinate (exact) and the
+    distance matrix by a power of two near its largest entry before ripser,
+    and the results are multiplied back: clouds at any float64 scale (points
+    ``1e-300`` or ``1e200`` apart) give the same diagrams up to that factor.
+    Every birth and death of a Rips filtration is the diameter of a simplex,
+    that is 0 or a pairwise distance, so each value returned by ripser is
+    replaced by the nearest float64 pairwise distance (computed here with
     :func:`scipy.spatial.distance.pdist`). The values are therefore exact
-    float64 distances, except where two distinct distances share one float32
-    rounding (then within one float32 ulp). Bars shorter than one float32 ulp
-    may be missing, as in ripser.
+    float64 distances (relative error a few float64 ulps), except where two
+    distinct distances share one float32 rounding: then within a relative
+    :math:`2^{-24} \approx 6 \cdot 10^{-8}`. Bars shorter than a relative
+    :math:`2^{-24}` of their death may be missing, as in ripser. A cloud
+    whose nonzero pairwise distances span more than float32's range (ratio
+    above about :math:`8.5 \cdot 10^{37}`) is refused, as is one whose
+    distances exceed float64's range.
 
     *Small clouds.* Two points are handled without calling ripser: degree 0
     is :math:`\{(0, \|x_1 - x_2\|)\}` (empty if the points coincide) plus the
@@ -484,7 +581,7 @@ def rips_diagrams(points, degrees=(0, 1), n_perm: int | None = None) -> RipsDiag
     >>> res.r_cover, res.idx_perm is None
     (0.0, True)
     """
-    X = check_points(points)
+    X = X_in = check_points(points)
     degs = _check_degrees(degrees)
     m = n_points = X.shape[0]
     if n_perm is not None:
@@ -497,13 +594,19 @@ def rips_diagrams(points, degrees=(0, 1), n_perm: int | None = None) -> RipsDiag
 
     from scipy.spatial.distance import pdist, squareform
 
+    # Rips diagrams are positively homogeneous, Dgm(X / c) = Dgm(X) / c: compute on a cloud
+    # scaled by a power of two (exact) so that no float64 or float32 step over- or underflows.
+    c_in = _pow2_scale(np.abs(X).max())
+    X = X / c_in
     r_cover = 0.0
     idx_perm = None
     if n_perm is not None and n_perm < m:
         idx_perm, r_cover = _greedy_permutation(X, int(n_perm))
+        r_cover = _unscale(r_cover, c_in, "the covering radius")
         X = X[idx_perm]
         m = X.shape[0]
-    dists = pdist(X)  # float64, exact up to rounding of the Euclidean norm
+    dists = pdist(X)  # float64, exact up to rounding of the Euclidean norm (units of c_in)
+    _check_merged(X, dists, c_in, _duplicate_pairs(X_in if idx_perm is None else X_in[idx_perm]))
 
     maxdim = max(degs)
     if m == 2:
@@ -513,12 +616,15 @@ def rips_diagrams(points, degrees=(0, 1), n_perm: int | None = None) -> RipsDiag
     else:
         import ripser
 
+        c_d = _pow2_scale(dists.max())  # largest distance in [1, 2) for ripser's float32
+        _check_float32_spread(dists / c_d, c_in * c_d)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=_RIPSER_WIDE_WARNING, category=UserWarning)
-            res = ripser.ripser(squareform(dists), maxdim=maxdim, distance_matrix=True)
-        raw = [np.asarray(g, dtype=np.float64).reshape(-1, 2) for g in res["dgms"]]
+            res = ripser.ripser(squareform(dists / c_d), maxdim=maxdim, distance_matrix=True)
+        raw = [np.asarray(g, dtype=np.float64).reshape(-1, 2) * c_d for g in res["dgms"]]
         table = np.unique(np.concatenate([[0.0], dists]))
         raw = [np.column_stack([_snap(g[:, 0], table), _snap(g[:, 1], table)]) for g in raw]
+    raw = [_unscale(g, c_in, "a birth or death") for g in raw]
 
     out = []
     for k in degs:

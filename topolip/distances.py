@@ -48,7 +48,9 @@ from topolip.diagrams import Diagram, RipsDiagrams, check_diagram
 __all__ = ["bottleneck", "diagram_distance", "wasserstein"]
 
 _METHODS = ("auto", "h0", "assignment", "pot")
-_SPARSE_DENSITY = 0.3  # above this share of useful pairs, the dense solver is faster
+_SPARSE_DENSITY = 0.3
+# Above this order, W_p is computed relative to the bottleneck distance (no underflow of t**p).
+_LARGE_P = 2.0  # above this share of useful pairs, the dense solver is faster
 
 
 # --------------------------------------------------------------------------- input handling
@@ -132,12 +134,17 @@ def _ground(A: np.ndarray, B: np.ndarray, q: float) -> np.ndarray:
     return np.add(d0, d1, out=d0)
 
 
-def _power(x: np.ndarray, p: float) -> np.ndarray:
+def _power(x: np.ndarray, p: float, cap: float = math.inf) -> np.ndarray:
+    """``x ** p`` in place; values above ``cap`` (overflow included) are clipped to ``cap``."""
     if p == 1.0:
         return x
     if p == 2.0:
         return np.square(x, out=x)
-    return np.power(x, p, out=x)
+    with np.errstate(over="ignore", under="ignore"):
+        np.power(x, p, out=x)
+    if cap < math.inf:
+        np.minimum(x, cap, out=x)
+    return x
 
 
 def _is_h0(A: np.ndarray, B: np.ndarray) -> bool:
@@ -153,18 +160,18 @@ def _is_h0(A: np.ndarray, B: np.ndarray) -> bool:
 # --------------------------------------------------------------------------- finite p solvers
 
 
-def _finite_pow_h0(A, B, p, q) -> float:
+def _finite_pow_h0(A, B, p, q, cap: float = math.inf) -> float:
     """sum of p-th powers for degree-0 diagrams (births treated as 0), exact DP."""
     c = _diag_factor(q)
     x = np.sort(A[:, 1])
     y = np.sort(B[:, 1])
     if len(x) > len(y):  # loop over the shorter side
         x, y = y, x
-    gx = _power(c * x, p)
-    gy = _power(c * y, p)
+    gx = _power(c * x, p, cap)
+    gy = _power(c * y, p, cap)
     if len(x) == 0:
         return float(gy.sum())
-    cprime = _power(np.abs(x[:, None] - y[None, :]), p)
+    cprime = _power(np.abs(x[:, None] - y[None, :]), p, cap)
     cprime -= gx[:, None]
     cprime -= gy[None, :]
     np.minimum(cprime, 0.0, out=cprime)
@@ -174,11 +181,11 @@ def _finite_pow_h0(A, B, p, q) -> float:
     free_x[i] = False
     free_y = np.ones(len(y), bool)
     free_y[j] = False
-    matched = _power(np.abs(x[i] - y[j]), p)
+    matched = _power(np.abs(x[i] - y[j]), p, cap)
     return float(matched.sum() + gx[free_x].sum() + gy[free_y].sum())
 
 
-def _finite_pow_assignment(A, B, p, q) -> float:
+def _finite_pow_assignment(A, B, p, q, cap: float = math.inf) -> float:
     """sum of p-th powers, exact, via a rectangular assignment on the reduced costs.
 
     For partial matchings M, sum_M c + sum_unmatched g = sum g + sum_M (c - g_i - g_j);
@@ -187,11 +194,11 @@ def _finite_pow_assignment(A, B, p, q) -> float:
     pairs of value 0; drop the pairs with c' >= 0 of an assignment).
     """
     c = _diag_factor(q)
-    ga = _power(c * (A[:, 1] - A[:, 0]), p)
-    gb = _power(c * (B[:, 1] - B[:, 0]), p)
+    ga = _power(c * (A[:, 1] - A[:, 0]), p, cap)
+    gb = _power(c * (B[:, 1] - B[:, 0]), p, cap)
     if len(A) == 0 or len(B) == 0:
         return float(ga.sum() + gb.sum())
-    cost = _power(_ground(A, B, q), p)
+    cost = _power(_ground(A, B, q), p, cap)
     cprime = cost - ga[:, None] - gb[None, :]
     neg = cprime < 0
     rows = np.flatnonzero(neg.any(axis=1))
@@ -255,7 +262,8 @@ def _reduced_assignment(cprime, neg, rows, cols, g_rows):
     return mi[keep], mj[keep]
 
 
-def _finite_pow_pot(A, B, p, q, num_iter_max: int | None = None) -> float:
+def _finite_pow_pot(A, B, p, q, num_iter_max: int | None = None,
+                    cap: float = math.inf) -> float:
     """sum of p-th powers, exact, via POT's network simplex (ot.emd).
 
     Transport problem with one diagonal node per side: supplies (1,..,1, m),
@@ -266,13 +274,13 @@ def _finite_pow_pot(A, B, p, q, num_iter_max: int | None = None) -> float:
     import ot
 
     c = _diag_factor(q)
-    ga = _power(c * (A[:, 1] - A[:, 0]), p)
-    gb = _power(c * (B[:, 1] - B[:, 0]), p)
+    ga = _power(c * (A[:, 1] - A[:, 0]), p, cap)
+    gb = _power(c * (B[:, 1] - B[:, 0]), p, cap)
     n, m = len(A), len(B)
     if n == 0 or m == 0:
         return float(ga.sum() + gb.sum())
     M = np.zeros((n + 1, m + 1))
-    M[:n, :m] = _power(_ground(A, B, q), p)
+    M[:n, :m] = _power(_ground(A, B, q), p, cap)
     M[:n, m] = ga
     M[n, :m] = gb
     sa = np.ones(n + 1)
@@ -353,7 +361,10 @@ def _essential_cost(ea: np.ndarray, eb: np.ndarray, p: float) -> float:
     if len(ea) == 0:
         return 0.0
     d = np.abs(ea - eb)
-    return float(d.max()) if p == math.inf else float(np.sum(d**p))
+    if p == math.inf:
+        return float(d.max())
+    with np.errstate(under="ignore"):
+        return float(np.sum(d**p))
 
 
 def _check_method(method: str) -> str:
@@ -438,6 +449,14 @@ def wasserstein(a, b, p: float = 1.0, q: float = math.inf, *, method: str = "aut
     O(n m) for the cost matrix; the assignment solver is superlinear in the
     number of useful pairs (those with negative reduced cost).
 
+    *Large orders* (``p > 2``). Costs are divided by the bottleneck distance
+    :math:`t = W_{\infty,q} \le W_{p,q}` before the ``p``-th power, so the
+    optimal sum of :math:`(c/t)^p` lies in :math:`[1, N]` (``N`` points): it
+    neither underflows to 0 (``p = 1000`` or ``1e6`` still gives
+    :math:`W_p \ge W_\infty`) nor overflows. Entries above :math:`2(N + 1)` are
+    clipped to it; no optimal matching uses one (its sum is at most ``N``),
+    so the optimum is unchanged.
+
     References
     ----------
     .. [1] B. Chen, arXiv:2410.17628 (TopoLip).
@@ -466,9 +485,20 @@ def wasserstein(a, b, p: float = 1.0, q: float = math.inf, *, method: str = "aut
     A, B, ea, eb = _prepare(a, b)
     if len(ea) != len(eb):
         return math.inf
-    s = _scale(A, B, ea, eb)  # exact rescaling: no overflow of cost ** p
-    A, B, ea, eb = A / s, B / s, ea / s, eb / s
     h0 = _is_h0(A, B)
+    cap = math.inf
+    if p > _LARGE_P:
+        # Large orders: divide by the bottleneck distance t <= W_p, so that the optimal
+        # matching's sum of (cost / t) ** p lies in [1, number of points] (no underflow to 0,
+        # no overflow); costs above the cap can be in no optimal matching (see Notes).
+        s = max(_essential_cost(ea, eb, math.inf),
+                _finite_bottleneck(A, B, q, h0) if len(A) or len(B) else 0.0)
+        if s == 0.0:
+            return 0.0
+        cap = 2.0 * (len(A) + len(B) + len(ea) + 1)
+    else:
+        s = _scale(A, B, ea, eb)  # exact rescaling: no overflow of cost ** p
+    A, B, ea, eb = A / s, B / s, ea / s, eb / s
     if method == "h0" and not h0:
         raise ValueError(
             "method: 'h0' needs every finite birth of both diagrams to be 0 (degree-0 "
@@ -478,11 +508,11 @@ def wasserstein(a, b, p: float = 1.0, q: float = math.inf, *, method: str = "aut
     if len(A) == 0 and len(B) == 0:
         finite = 0.0
     elif method == "pot":
-        finite = _finite_pow_pot(A, B, p, q)
+        finite = _finite_pow_pot(A, B, p, q, cap=cap)
     elif method == "h0" or (method == "auto" and h0):
-        finite = _finite_pow_h0(A, B, p, q)
+        finite = _finite_pow_h0(A, B, p, q, cap)
     else:
-        finite = _finite_pow_assignment(A, B, p, q)
+        finite = _finite_pow_assignment(A, B, p, q, cap)
     total += finite
     return float(s * total ** (1.0 / p))
 

@@ -23,6 +23,7 @@ raises :class:`EnvelopeViolation`.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -63,7 +64,11 @@ class DistanceSpec:
     q: float = math.inf
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "degrees", tuple(int(k) for k in self.degrees))
+        degrees = (self.degrees,) if isinstance(self.degrees, numbers.Integral) else self.degrees
+        if isinstance(degrees, str | bytes) or any(
+                isinstance(k, bool) or not isinstance(k, numbers.Integral) for k in degrees):
+            raise ValueError(f"degrees must be distinct non-negative integers, got {degrees!r}")
+        object.__setattr__(self, "degrees", tuple(int(k) for k in degrees))
         object.__setattr__(self, "p", float(self.p))
         object.__setattr__(self, "q", float(self.q))
         if not self.degrees or min(self.degrees) < 0 or len(set(self.degrees)) != len(self.degrees):
@@ -80,7 +85,7 @@ class DistanceSpec:
                 + "+".join(f"H{k}" for k in self.degrees))
 
 
-def median_pairwise_distance(points: np.ndarray) -> float:
+def median_pairwise_distance(points: np.ndarray, name: str = "points") -> float:
     """``s_ℓ``: the median Euclidean distance over all pairs of rows of ``points`` (m, d).
 
     Raises
@@ -94,10 +99,11 @@ def median_pairwise_distance(points: np.ndarray) -> float:
     >>> median_pairwise_distance(np.array([[0.0, 0], [3, 4], [0, 8]]))
     5.0
     """
-    a = check_points(points, "points")
+    a = check_points(points, name)
     s = float(np.median(pdist(a)))
     if s <= 0:
-        raise ValueError("all points coincide: the median pairwise distance is 0")
+        raise ValueError(f"{name}: all points coincide (or at least half of the pairs do): the "
+                         f"median pairwise distance is 0 and a scale-free displacement undefined")
     return s
 
 
@@ -228,7 +234,7 @@ def topolip_table(
         b = check_points(perturbed[label], f"perturbed activations at {label!r}")
         dgm_a = clean_diagrams[label]
         dgm_b = rips_diagrams(b, degrees=spec.degrees, n_perm=n_perm)
-        scale = median_pairwise_distance(a)
+        scale = median_pairwise_distance(a, f"clean activations at {label!r}")
         delta = _distance(dgm_a, dgm_b, spec)
         r_cover = float(getattr(dgm_a, "r_cover", 0.0) or 0.0) + float(
             getattr(dgm_b, "r_cover", 0.0) or 0.0)

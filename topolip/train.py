@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import math
+import numbers
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -30,10 +31,10 @@ from .models import build_model
 
 __all__ = [
     "ModelSpec", "TrainConfig", "TrainResult", "accuracy", "checkpoint_path", "default_device",
-    "fit", "load_trained", "spec_for",
+    "fit", "load_trained", "remove_stale_temporaries", "spec_for",
 ]
 
-FORMAT = 1
+FORMAT = 2  # 2: a SHA-256 checksum of the state is stored and checked on load
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,8 @@ class TrainConfig:
     Raises
     ------
     ValueError
-        If a value is out of range (epochs < 1, batch_size < 1, lr <= 0, weight_decay < 0).
+        Naming the field, if a value has the wrong type (text, bool, NaN) or is out of range
+        (epochs < 1, batch_size < 1, seed < 0, lr <= 0, weight_decay < 0).
     """
 
     epochs: int = 5
@@ -68,14 +70,21 @@ class TrainConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if int(self.epochs) != self.epochs or self.epochs < 1:
-            raise ValueError(f"epochs must be a positive integer, got {self.epochs!r}")
-        if int(self.batch_size) != self.batch_size or self.batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
-        if not (math.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"lr must be a positive finite number, got {self.lr!r}")
-        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
+        for name, low, what in (("epochs", 1, "a positive integer"),
+                                ("batch_size", 1, "a positive integer"),
+                                ("seed", 0, "a non-negative integer")):
+            value = getattr(self, name)
+            if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                    or not math.isfinite(value) or int(value) != value or value < low):
+                raise ValueError(f"TrainConfig: {name} must be {what}, got {value!r}")
+            object.__setattr__(self, name, int(value))
+        for name, what, ok in (("lr", "a positive finite number", lambda v: v > 0),
+                               ("weight_decay", "a finite number >= 0", lambda v: v >= 0)):
+            value = getattr(self, name)
+            if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                    or not math.isfinite(value) or not ok(value)):
+                raise ValueError(f"TrainConfig: {name} must be {what}, got {value!r}")
+            object.__setattr__(self, name, float(value))
 
 
 @dataclass
@@ -164,20 +173,128 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, batch_size: 
     return correct / len(x)
 
 
+_KEYS = ("format", "identity", "epoch", "model", "optimizer", "scheduler", "history",
+         "test_accuracy", "checksum")
+
+
+def _digest(obj: Any, h) -> None:
+    """Feed ``obj`` (nested dicts, lists, tensors, plain values) into the hash ``h``."""
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach().cpu().contiguous()
+        h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    elif isinstance(obj, Mapping):
+        h.update(b"{")
+        for k in sorted(obj, key=str):
+            h.update(repr(k).encode())
+            _digest(obj[k], h)
+        h.update(b"}")
+    elif isinstance(obj, list | tuple):
+        h.update(b"[")
+        for v in obj:
+            _digest(v, h)
+        h.update(b"]")
+    else:
+        h.update(repr(obj).encode())
+
+
+def _checksum(state: Mapping[str, Any]) -> str:
+    """SHA-256 of every entry of a checkpoint state except ``checksum`` itself."""
+    h = hashlib.sha256()
+    _digest({k: v for k, v in state.items() if k != "checksum"}, h)
+    return h.hexdigest()
+
+
 def _save(path: Path, state: dict[str, Any]) -> None:
+    state = {**state, "checksum": _checksum(state)}
     buf = io.BytesIO()
     torch.save(state, buf)
     atomic_write(path, lambda f: f.write(buf.getvalue()))
 
 
+def _corrupt(path: Path, what: str) -> ValueError:
+    return ValueError(f"checkpoint {path} is not usable: {what}; delete the file to retrain "
+                      "(the train notebook writes it again)")
+
+
 def _load(path: Path) -> dict[str, Any]:
+    """Read and verify a checkpoint: keys, checksum, finite weights, a possible epoch.
+
+    Raises
+    ------
+    ValueError
+        Naming ``path``, for an unreadable or foreign file, a missing key, a checksum that does
+        not match (a flipped bit), non-finite weights, or an epoch the run cannot have reached.
+    """
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # a truncated or foreign file: say which one
         raise ValueError(f"cannot read checkpoint {path}: {exc}") from exc
     if not isinstance(state, dict) or state.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a topolip checkpoint of format {FORMAT}")
+        found = state.get("format") if isinstance(state, dict) else type(state).__name__
+        raise ValueError(f"{path} is not a topolip checkpoint of format {FORMAT} (found "
+                         f"{found!r}); delete it to retrain")
+    missing = [k for k in _KEYS if k not in state]
+    if missing:
+        raise _corrupt(path, f"it lacks the key(s) {missing}")
+    if state["checksum"] != _checksum(state):
+        raise _corrupt(path, "its checksum does not match its content (a damaged file)")
+    try:
+        config = TrainConfig(**state["identity"]["config"])
+        spec = state["identity"]["spec"]
+        if not isinstance(spec["arch"], str) or not isinstance(spec["params"], Mapping):
+            raise TypeError("spec must hold an arch name and a params mapping")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _corrupt(path, f"its run identity is malformed ({exc})") from None
+    epoch = state["epoch"]
+    if (isinstance(epoch, bool) or not isinstance(epoch, int)
+            or not 1 <= epoch <= config.epochs):
+        raise _corrupt(path, f"it claims epoch {epoch!r} of a {config.epochs}-epoch run")
+    if not isinstance(state["history"], list) or len(state["history"]) != epoch:
+        raise _corrupt(path, f"its history has {len(state['history'])} epochs, not {epoch}")
+    acc = state["test_accuracy"]
+    if acc is not None:
+        if epoch != config.epochs:
+            raise _corrupt(path, f"it is marked finished at epoch {epoch} of {config.epochs}")
+        if not (isinstance(acc, float | int) and 0.0 <= acc <= 1.0):
+            raise _corrupt(path, f"its test accuracy {acc!r} is not in [0, 1]")
+    if not isinstance(state["model"], Mapping):
+        raise _corrupt(path, "its model state is not a mapping of tensors")
+    for name, t in state["model"].items():
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and not torch.isfinite(t).all():
+            raise _corrupt(path, f"weight {name!r} holds NaN/inf values (a diverged run)")
     return state
+
+
+def _load_weights(path: Path, model: nn.Module, state: Mapping[str, Any]) -> None:
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as exc:
+        first = str(exc).strip().splitlines()
+        raise _corrupt(path, "its weights do not fit the model it names: "
+                       + " ".join(x.strip() for x in first[:3])) from None
+
+
+def remove_stale_temporaries(path: str | Path, *, older_than_s: float = 60.0) -> list[Path]:
+    """Delete temporary files that an interrupted write of ``path`` left behind.
+
+    :func:`topolip.io.atomic_write` writes ``.{name}.XXXX.tmp`` next to ``path`` and renames
+    it; a process killed in between leaves that file. Those not modified for ``older_than_s``
+    seconds (so a concurrent writer's file is kept) are removed; the removed paths are returned.
+    """
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    now = time.time()
+    removed = []
+    for tmp in path.parent.glob(f".{path.name}.*.tmp"):
+        try:
+            if now - tmp.stat().st_mtime >= older_than_s:
+                tmp.unlink()
+                removed.append(tmp)
+        except FileNotFoundError:
+            pass
+    return removed
 
 
 def fit(
@@ -220,7 +337,9 @@ def fit(
     Raises
     ------
     ValueError
-        If the checkpoint belongs to another spec, configuration or data set, or cannot be read.
+        If the checkpoint belongs to another spec, configuration or data set, cannot be read,
+        or fails its integrity checks (checksum, finite weights, possible epoch); the message
+        names the file. Stale ``*.tmp`` files of an interrupted write are removed first.
     """
     device = torch.device(device) if device is not None else default_device()
     torch.manual_seed(config.seed)
@@ -235,6 +354,8 @@ def fit(
     history: list[dict[str, float]] = []
     start_epoch = 0
     ckpt = Path(checkpoint) if checkpoint is not None else None
+    if ckpt is not None:
+        remove_stale_temporaries(ckpt)
     if ckpt is not None and ckpt.exists():
         state = _load(ckpt)
         if state["identity"] != identity:
@@ -242,9 +363,12 @@ def fit(
                 f"checkpoint {ckpt} belongs to another run ({state['identity']}); delete it or "
                 "use topolip.train.checkpoint_path to name checkpoints by their parameters"
             )
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        sched.load_state_dict(state["scheduler"])
+        _load_weights(ckpt, model, state["model"])
+        try:
+            opt.load_state_dict(state["optimizer"])
+            sched.load_state_dict(state["scheduler"])
+        except (KeyError, ValueError, RuntimeError) as exc:
+            raise _corrupt(ckpt, f"its optimizer state does not fit ({exc})") from None
         history = list(state["history"])
         start_epoch = int(state["epoch"])
     use_amp = device.type == "cuda"
@@ -303,7 +427,9 @@ def load_trained(path: str | Path, *, device: torch.device | str | None = None) 
     FileNotFoundError
         If ``path`` does not exist (run the train notebook first).
     ValueError
-        If the file is not a finished topolip checkpoint.
+        Naming the file, if it is not a finished topolip checkpoint, or fails a check of
+        :func:`_load`: missing keys, a checksum mismatch (a flipped bit), NaN/inf weights, an
+        epoch the run cannot have reached, weights of the wrong shape for the model it names.
     """
     path = Path(path)
     if not path.exists():
@@ -315,8 +441,11 @@ def load_trained(path: str | Path, *, device: torch.device | str | None = None) 
     spec = ModelSpec(state["identity"]["spec"]["arch"], state["identity"]["spec"]["params"])
     config = TrainConfig(**state["identity"]["config"])
     device = torch.device(device) if device is not None else default_device()
-    model = spec.build()
-    model.load_state_dict(state["model"])
+    try:
+        model = spec.build()
+    except (TypeError, ValueError) as exc:
+        raise _corrupt(path, f"it names a model that cannot be built ({exc})") from None
+    _load_weights(path, model, state["model"])
     model.to(device).eval()
     return TrainResult(model=model, spec=spec, config=config, history=list(state["history"]),
                        test_accuracy=float(state["test_accuracy"]), device=str(device))

@@ -63,6 +63,11 @@ def spectral_norm(matrix) -> float:
         raise ValueError(f"expected a matrix, got shape {tuple(w.shape)}")
     if w.numel() == 0:
         return 0.0
+    if not torch.isfinite(w).all():
+        raise ValueError(
+            f"matrix of shape {tuple(w.shape)} holds {int((~torch.isfinite(w)).sum())} NaN/inf "
+            f"value(s); a spectral norm needs finite weights"
+        )
     return float(torch.linalg.matrix_norm(w, ord=2)) * (1.0 + SVD_SAFETY)
 
 

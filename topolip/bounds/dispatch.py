@@ -287,10 +287,16 @@ def lipschitz_bound(module: nn.Module, inputs, *, margin: float = 0.0) -> float:
         and lists the supported ones. Also if ``inputs`` is not a tensor or array.
     ValueError
         If ``inputs`` is empty, holds NaN/inf, or has the wrong shape for the module, or if
-        ``margin`` is negative; BatchNorm without running statistics.
+        ``margin`` is negative; BatchNorm without running statistics; a weight or buffer that
+        holds NaN/inf (the message names the layer, e.g. ``'0.weight'`` of a Sequential).
 
     Notes
     -----
+    Rounding: every computed (not exact) factor carries its own allowance (spectral norms
+    ``1e-10`` relative, LayerNorm and BatchNorm ``(4d + 16) u`` with ``u = 2⁻⁵³``), so
+    ``lipschitz_estimate ≤ lipschitz_bound`` holds in floating point even where both are equal
+    in exact arithmetic (LayerNorm on constant tokens); exact constants (ReLU 1) stay exact.
+
     Composition: ``Lip(g ∘ f) ≤ Lip(g) Lip(f)``; ``Lip(x + g(x)) ≤ 1 + Lip(g)``; a sum of
     branches ``≤`` the sum of their bounds (ResNet blocks: ``Lip(main) + Lip(shortcut)``, the
     final ReLU being 1-Lipschitz); a BatchNorm right after a convolution or linear map is folded
@@ -322,6 +328,7 @@ def lipschitz_bound(module: nn.Module, inputs, *, margin: float = 0.0) -> float:
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
     margin = check_margin(margin)
     _handler(module)  # fail on an unsupported type before any work
+    _check_finite_state(module)
     x = as_batch(inputs)
     device, dtype = module_device_dtype(module)
     x = x.to(device, dtype)
@@ -335,3 +342,19 @@ def lipschitz_bound(module: nn.Module, inputs, *, margin: float = 0.0) -> float:
     if math.isnan(value):
         raise ValueError(f"the bound of {type(module).__name__} is NaN; check its weights")
     return value
+
+
+def _check_finite_state(module: nn.Module) -> None:
+    """Refuse NaN/inf weights or buffers, naming the layer (no solver error from deep inside)."""
+    for kind, named in (("parameter", module.named_parameters()),
+                        ("buffer", module.named_buffers())):
+        for name, t in named:
+            if t.is_floating_point() and not torch.isfinite(t.detach()).all():
+                layer, _, attr = name.rpartition(".")
+                sub = module.get_submodule(layer) if layer else module
+                bad = int((~torch.isfinite(t.detach())).sum())
+                raise ValueError(
+                    f"layer {layer or '<root>'!r} ({type(sub).__name__}): {kind} {attr!r} holds "
+                    f"{bad} NaN/inf value(s) of {t.numel()}; a Lipschitz bound needs finite "
+                    f"weights (a diverged training run?)"
+                )

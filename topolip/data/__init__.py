@@ -25,7 +25,8 @@ def load_dataset(name: str, *, n_train: int, n_test: int, seed: int = 0,
     Raises
     ------
     ValueError
-        If ``name`` is unknown (the known names are listed).
+        If ``name`` is unknown (the known names are listed), or ``name="cifar10"`` without a
+        ``root`` (the folder holding ``cifar-10-batches-py/``).
 
     Examples
     --------
@@ -35,5 +36,8 @@ def load_dataset(name: str, *, n_train: int, n_test: int, seed: int = 0,
     if name == "mnist":
         return load_mnist(n_train=n_train, n_test=n_test, seed=seed)
     if name == "cifar10":
+        if root is None:
+            raise ValueError("root: load_dataset('cifar10', ...) needs root=, the folder holding "
+                             "cifar-10-batches-py/ (the profiles' data_root, e.g. data/cifar10)")
         return load_cifar10(root, n_train=n_train, n_test=n_test, seed=seed)
     raise ValueError(f"unknown dataset {name!r}; known: {list(DATASETS)}")

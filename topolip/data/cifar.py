@@ -57,7 +57,8 @@ def load_cifar10(root: str | os.PathLike, *, n_train: int, n_test: int, seed: in
         If ``root/cifar-10-batches-py`` is missing and ``download`` is False (the message says
         how to get the data).
     ValueError
-        If the files are there but fail torchvision's md5 check (incomplete or corrupted), or
+        If ``root`` is None or empty; if the files are there but fail torchvision's md5 check
+        (incomplete or corrupted) or decode to unexpected shapes or labels; or
         ``n_train``/``n_test`` is not a positive integer within the set's size.
 
     Notes
@@ -84,6 +85,11 @@ def load_cifar10(root: str | os.PathLike, *, n_train: int, n_test: int, seed: in
     for name, value in (("n_train", n_train), ("n_test", n_test)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if root is None or not isinstance(root, str | os.PathLike) or not str(root).strip():
+        raise ValueError(
+            f"root: expected the folder that holds (or will hold) cifar-10-batches-py/, got "
+            f"{root!r}; pass root='data/cifar10' (the profiles' data_root) or another folder"
+        )
     root = Path(root).expanduser()
     if root.name == CIFAR10.base_folder:
         root = root.parent
@@ -105,6 +111,16 @@ def load_cifar10(root: str | os.PathLike, *, n_train: int, n_test: int, seed: in
             f"CIFAR-10 under {folder} is incomplete or corrupted ({detail}); delete the folder "
             f"and extract {_URL} again, or pass download=True where a network exists"
         ) from err
+    for part, ds in (("train", train), ("test", test)):
+        data, targets = np.asarray(ds.data), np.asarray(ds.targets)
+        if (data.ndim != 4 or data.shape[1:] != (32, 32, 3) or data.dtype != np.uint8
+                or targets.shape != (len(data),) or len(data) == 0
+                or targets.min() < 0 or targets.max() > 9):
+            raise ValueError(
+                f"CIFAR-10 under {folder} holds an unexpected {part} set (images "
+                f"{data.shape} {data.dtype}, labels {targets.shape}); delete the folder and "
+                f"extract {_URL} again"
+            )
     x_train, y_train = _draw(train, n_train, seed, "train")
     x_test, y_test = _draw(test, n_test, seed, "test")
     return ImageSplit(name="cifar10", x_train=x_train, y_train=y_train, x_test=x_test,

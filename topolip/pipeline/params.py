@@ -1,5 +1,13 @@
-"""Run parameters: profiles (``data/profiles/*.yml``), command-line overrides and the
-``parameters`` cell each notebook declares."""
+"""Run parameters: profiles (``data/profiles/*.yml``), command-line overrides, the
+``parameters`` cell each notebook declares, and the one schema they are all checked against.
+
+:data:`SCHEMA` (bottom of this module) holds every parameter of the chain with its type, range
+or allowed values, default and meaning; cross-field rules (``n_points <= n_test``, TopoLip
+strengths on the robustness grids, patch sizes that tile the images, ...) follow it.
+:func:`validate_params` checks a parameter set against both before anything runs, and
+:func:`load_params` reads a profile, applies overrides and validates, remembering where each
+value came from for the one-line error message.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +15,17 @@ import ast
 import copy
 import difflib
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 __all__ = [
-    "ParameterError", "apply_overrides", "declared_parameters", "load_profile", "parse_override",
+    "SCHEMA", "Param", "ParameterError", "apply_overrides", "declared_parameters",
+    "describe_schema", "load_params", "load_profile", "parse_override", "schema_defaults",
+    "validate_params",
 ]
 
 
@@ -22,24 +33,50 @@ class ParameterError(ValueError):
     """A profile, override or notebook that names parameters wrongly."""
 
 
-def load_profile(profile: str | Path, *, root: str | Path = ".") -> dict[str, Any]:
-    """Read a profile: a name (``quick`` → ``{root}/data/profiles/quick.yml``) or a YAML path.
-
-    Raises
-    ------
-    ParameterError
-        If the file does not exist (the known profiles are listed) or is not a YAML mapping.
-    """
+def _read_profile(profile: str | Path, *, root: str | Path = ".") -> tuple[dict[str, Any], Path]:
     path = Path(profile)
     if path.suffix not in (".yml", ".yaml"):
         path = Path(root) / "data" / "profiles" / f"{profile}.yml"
     if not path.exists():
         known = sorted(p.stem for p in (Path(root) / "data" / "profiles").glob("*.yml"))
         raise ParameterError(f"no profile {str(profile)!r} ({path}); known profiles: {known}")
-    data = yaml.safe_load(path.read_text())
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[:exc.start].count(b"\n") + 1
+        raise ParameterError(f"profile {path} is not valid UTF-8 text (byte "
+                             f"0x{exc.object[exc.start]:02x} on line {line}); save it as "
+                             f"UTF-8") from None
+    except OSError as exc:
+        raise ParameterError(f"cannot read profile {path}: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ParameterError(f"profile {path} is not valid YAML{at}: {problem}") from None
     if not isinstance(data, dict):
         raise ParameterError(f"profile {path} must be a YAML mapping of parameter: value")
-    return data
+    bad = [k for k in data if not isinstance(k, str)]
+    if bad:
+        raise ParameterError(f"profile {path}: parameter names must be text, got {bad[0]!r}")
+    return data, path
+
+
+def load_profile(profile: str | Path, *, root: str | Path = ".") -> dict[str, Any]:
+    """Read a profile: a name (``quick`` → ``{root}/data/profiles/quick.yml``) or a YAML path.
+
+    The values are returned as written; :func:`load_params` also validates them against
+    :data:`SCHEMA`.
+
+    Raises
+    ------
+    ParameterError
+        One line: the file does not exist (the known profiles are listed), is not UTF-8, is not
+        valid YAML (line and column given) or is not a YAML mapping.
+    """
+    return _read_profile(profile, root=root)[0]
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
@@ -156,3 +193,556 @@ def declared_parameters(nb, *, name: str = "notebook") -> dict[str, str]:
             if isinstance(t, ast.Name):
                 declared[t.id] = ast.get_source_segment(cells[0].source, node.value) or ""
     return declared
+
+
+# =========================================================================== the schema
+#
+# ONE place for every parameter of the chain: its type, range or allowed values, default and
+# meaning. Adding a parameter is one line in SCHEMA below (plus its cross-field rule, if any,
+# in _RULES). Profiles (data/profiles/*.yml) and overrides are validated against it before
+# anything runs (validate_params); `topolip params --schema` prints it.
+
+_NO_DEFAULT = object()
+
+
+class _Invalid(Exception):
+    """Raised by a checker: the value is not allowed (an optional detail is attached)."""
+
+
+def _is_int(v) -> bool:
+    return (not isinstance(v, bool)) and (
+        isinstance(v, int) or (isinstance(v, float) and math.isfinite(v) and v.is_integer()))
+
+
+class _Int:
+    def __init__(self, lo: int | None = None, hi: int | None = None):
+        self.lo, self.hi = lo, hi
+        parts = [f">= {lo}" if lo is not None else "", f"<= {hi}" if hi is not None else ""]
+        self.allowed = "an integer " + " and ".join(p for p in parts if p) if any(parts) \
+            else "an integer"
+
+    def __call__(self, v):
+        if not _is_int(v):
+            raise _Invalid
+        v = int(v)
+        if (self.lo is not None and v < self.lo) or (self.hi is not None and v > self.hi):
+            raise _Invalid
+        return v
+
+
+class _Float:
+    def __init__(self, lo=None, hi=None, *, lo_open=False, hi_open=False, inf=False):
+        self.lo, self.hi, self.lo_open, self.hi_open, self.inf = lo, hi, lo_open, hi_open, inf
+        if lo is not None and hi is not None:
+            rng = f"in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+        elif lo is not None:
+            rng = f"{'>' if lo_open else '>='} {lo:g}"
+        else:
+            rng = ""
+        self.allowed = f"a finite number {rng}".rstrip() + (" or inf" if inf else "")
+
+    def __call__(self, v):
+        if isinstance(v, str):  # YAML 1.1 reads 1e-3 (no dot) as text
+            try:
+                v = float(v)
+            except ValueError:
+                raise _Invalid from None
+        if isinstance(v, bool) or not isinstance(v, int | float) or math.isnan(v):
+            raise _Invalid
+        if math.isinf(v):
+            if self.inf and v > 0:
+                return math.inf
+            raise _Invalid
+        lo, hi = self.lo, self.hi
+        if lo is not None and (v < lo or (self.lo_open and v == lo)):
+            raise _Invalid
+        if hi is not None and (v > hi or (self.hi_open and v == hi)):
+            raise _Invalid
+        return v  # an int stays an int (p: 1), as the profiles write it
+
+
+class _OneOf:
+    def __init__(self, *choices, names: Callable[[], tuple] | None = None):
+        self._choices, self._names = choices, names
+
+    @property
+    def choices(self) -> tuple:
+        return tuple(self._names()) if self._names else self._choices
+
+    @property
+    def allowed(self) -> str:
+        return "one of " + ", ".join(_fmt(c) for c in self.choices)
+
+    def __call__(self, v):
+        for c in self.choices:
+            if v == c and type(v) is not bool and (not isinstance(c, str) or isinstance(v, str)):
+                return c
+        raise _Invalid
+
+
+class _Text:
+    allowed = "a non-empty text (a path relative to the repository root)"
+
+    def __call__(self, v):
+        if not isinstance(v, str) or not v.strip():
+            raise _Invalid
+        return v
+
+
+class _Optional:
+    def __init__(self, inner):
+        self.inner = inner
+
+    @property
+    def allowed(self) -> str:
+        return f"null or {self.inner.allowed}"
+
+    def __call__(self, v):
+        return None if v is None else self.inner(v)
+
+
+class _List:
+    def __init__(self, item, *, min_len: int = 1, distinct: bool = True,
+                 length: int | None = None):
+        self.item, self.min_len, self.distinct, self.length = item, min_len, distinct, length
+
+    @property
+    def allowed(self) -> str:
+        n = f"{self.length}" if self.length else f"at least {self.min_len}"
+        return (f"a list of {n}{' distinct' if self.distinct else ''} values, each "
+                f"{self.item.allowed}")
+
+    def __call__(self, v):
+        if not isinstance(v, list | tuple):
+            raise _Invalid
+        if len(v) < self.min_len or (self.length is not None and len(v) != self.length):
+            raise _Invalid(f"got {len(v)} value(s)")
+        out = []
+        for i, x in enumerate(v):
+            try:
+                out.append(self.item(x))
+            except _Invalid:
+                raise _Invalid(f"item {i} = {_fmt(x)} is not {self.item.allowed}") from None
+        if self.distinct and len({repr(x) for x in out}) != len(out):
+            raise _Invalid("the values repeat")
+        return out
+
+
+class _Group:
+    """A mapping with known keys (model parameters): every key optional, none unknown."""
+
+    def __init__(self, fields: Mapping[str, Any], *, min_len: int = 0):
+        self.fields, self.min_len = dict(fields), min_len
+
+    @property
+    def allowed(self) -> str:
+        return "a mapping with keys among " + ", ".join(
+            f"{k} ({c.allowed})" for k, c in self.fields.items())
+
+    def __call__(self, v):
+        if not isinstance(v, Mapping) or len(v) < self.min_len:
+            raise _Invalid
+        out = {}
+        for k, x in v.items():
+            if k not in self.fields:
+                raise _Invalid(f"unknown key {k!r}{_suggest(str(k), self.fields)}; "
+                               f"keys: {sorted(self.fields)}")
+            try:
+                out[k] = self.fields[k](x)
+            except _Invalid as exc:
+                detail = f" ({exc})" if str(exc) else ""
+                raise _Invalid(f"key {k!r} = {_fmt(x)} is not {self.fields[k].allowed}"
+                               f"{detail}") from None
+        return out
+
+
+def _attack_kinds() -> tuple[str, ...]:
+    from ..attacks import ATTACKS
+
+    return tuple(ATTACKS)
+
+
+def _corruption_kinds() -> tuple[str, ...]:
+    from ..corruptions import CORRUPTIONS
+
+    return tuple(CORRUPTIONS)
+
+
+def _archs() -> tuple[str, ...]:
+    from ..models import ARCHITECTURES
+
+    return tuple(ARCHITECTURES)
+
+
+def _ood_sets() -> tuple[str, ...]:
+    from ..data import OOD_SETS
+
+    return tuple(OOD_SETS)
+
+
+_EPS = _Float(0.0, 1.0)            # L-inf budget in pixels of [0, 1]
+_SEVERITY = _Int(0, 5)             # corruption severity (topolip.corruptions.MAX_SEVERITY)
+
+
+class _Strengths:
+    """``{kind: strength}``: attacks an eps in [0, 1], corruptions a severity 0..5."""
+
+    def __init__(self, *, min_len: int = 1, max_len: int | None = None):
+        self.min_len, self.max_len = min_len, max_len
+        n = (f"exactly {min_len}" if max_len == min_len else f"at least {min_len}")
+        self.allowed = (f"a mapping of {n} kind: strength, an attack (fgsm, pgd) with an eps "
+                        f"{_EPS.allowed}, or a corruption (topolip.corruptions.CORRUPTIONS) "
+                        f"with a severity {_SEVERITY.allowed}")
+
+    def __call__(self, v):
+        if not isinstance(v, Mapping):
+            raise _Invalid
+        if len(v) < self.min_len or (self.max_len is not None and len(v) > self.max_len):
+            raise _Invalid(f"got {len(v)} entries")
+        attacks, corruptions = _attack_kinds(), _corruption_kinds()
+        out = {}
+        for k, x in v.items():
+            check = _EPS if k in attacks else _SEVERITY if k in corruptions else None
+            if check is None:
+                known = [*attacks, *corruptions]
+                raise _Invalid(f"unknown kind {k!r}{_suggest(str(k), known)}; kinds: {known}")
+            try:
+                out[k] = check(x)
+            except _Invalid:
+                raise _Invalid(f"{k} = {_fmt(x)} is not {check.allowed}") from None
+        return out
+
+
+_POS = _Int(1)
+_VIT = _Group({"patch_size": _POS, "num_layers": _POS, "num_heads": _POS, "hidden_dim": _POS,
+               "mlp_dim": _POS})
+_RESNET = _Group({"width": _POS, "blocks": _List(_POS, length=4, distinct=False),
+                  "stem_kernel": _POS})
+_ATT_STACK = _Group({"patch_size": _POS, "num_layers": _POS, "num_heads": _POS,
+                     "hidden_dim": _POS})
+_CONV_STACK = _Group({"num_layers": _POS, "channels": _POS, "kernel_size": _POS})
+_MODEL_GROUPS = {"vit": _VIT, "resnet": _RESNET, "attention_stack": _ATT_STACK,
+                 "conv_stack": _CONV_STACK}
+
+
+class _Sweeps:
+    """``{arch: {base: model params, grid: {param: [values]}}}``."""
+
+    allowed = ("a mapping arch: {base: <that arch's parameters>, grid: {parameter: [values]}}, "
+               "arch among " + ", ".join(_MODEL_GROUPS))
+
+    def __call__(self, v):
+        if not isinstance(v, Mapping) or not v:
+            raise _Invalid
+        out = {}
+        for arch, entry in v.items():
+            if arch not in _MODEL_GROUPS:
+                raise _Invalid(f"unknown arch {arch!r}; archs: {list(_MODEL_GROUPS)}")
+            group = _MODEL_GROUPS[arch]
+            if not isinstance(entry, Mapping) or set(entry) != {"base", "grid"}:
+                raise _Invalid(f"{arch} must have exactly the keys base and grid")
+            try:
+                base = group(entry["base"])
+            except _Invalid as exc:
+                raise _Invalid(f"{arch}.base: {exc or group.allowed}") from None
+            grid = entry["grid"]
+            if not isinstance(grid, Mapping) or not grid:
+                raise _Invalid(f"{arch}.grid must be a non-empty mapping parameter: [values]")
+            new_grid = {}
+            for name, values in grid.items():
+                if name not in group.fields:
+                    raise _Invalid(f"{arch}.grid: unknown parameter {name!r}; "
+                                   f"parameters: {sorted(group.fields)}")
+                check = _List(group.fields[name])
+                try:
+                    new_grid[name] = check(values)
+                except _Invalid as exc:
+                    raise _Invalid(f"{arch}.grid.{name}: {exc or check.allowed}") from None
+            out[arch] = {"base": base, "grid": new_grid}
+        return out
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of the chain: name, checker (type, range, allowed values), meaning.
+
+    ``check(value)`` returns the normalised value (``2.0`` → ``2`` for an integer, ``"1e-3"``
+    → ``0.001`` for a number) or raises; ``allowed`` says in words what it accepts.
+    """
+
+    name: str
+    check: Callable[[Any], Any] = field(repr=False)
+    help: str
+    default: Any = _NO_DEFAULT
+
+    @property
+    def allowed(self) -> str:
+        return self.check.allowed
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not _NO_DEFAULT
+
+
+_P = Param
+SCHEMA: dict[str, Param] = {p.name: p for p in (
+    # where results go, data
+    _P("results_dir", _Text(), "folder of the run's tables, checkpoints and figures"),
+    _P("dataset", _OneOf("mnist", "cifar10"), "image data (mnist: embedded 5,000 digits)"),
+    _P("data_root", _Text(), "folder holding cifar-10-batches-py/ (dataset cifar10)"),
+    _P("n_train", _Int(1), "training images (class-stratified draw)"),
+    _P("n_test", _Int(1), "test images (class-stratified draw)"),
+    _P("split_seed", _Int(0), "seed of the train/test draw"),
+    # models
+    _P("archs", _List(_OneOf(names=_archs)), "architectures trained and compared"),
+    _P("vit", _VIT, "parameters of the small ViT (topolip.models.vit)"),
+    _P("resnet", _RESNET, "parameters of the small ResNet (topolip.models.resnet)"),
+    _P("attention_stack", _ATT_STACK, "parameters of the plain attention stack"),
+    _P("conv_stack", _CONV_STACK, "parameters of the plain convolution stack"),
+    # training
+    _P("seeds", _List(_Int(0)), "training seeds (verdicts need >= 3 a side)"),
+    _P("epochs", _Int(1), "training epochs"),
+    _P("batch_size", _Int(1), "training batch size"),
+    _P("lr", _Float(0.0, lo_open=True), "AdamW learning rate"),
+    _P("weight_decay", _Float(0.0), "AdamW weight decay"),
+    # TopoLip
+    _P("n_points", _Int(2), "test images per point cloud (<= n_test)"),
+    _P("perturbations", _Strengths(), "kind: strength of the TopoLip perturbations"),
+    _P("degrees", _List(_Int(0)), "homological degrees of the diagrams"),
+    _P("p", _Float(1.0, inf=True), "Wasserstein order (inf: bottleneck)"),
+    _P("q", _OneOf(1, 2, math.inf), "ground metric l_q on the plane"),
+    _P("n_perm", _Optional(_Int(2)), "greedy subsample size (null: all points)"),
+    # robustness
+    _P("n_robust", _Int(1), "test images of the accuracy curves (<= n_test)"),
+    _P("attack_eps", _List(_EPS), "FGSM/PGD budgets, L-inf in pixels of [0, 1]"),
+    _P("pgd_steps", _Int(1), "PGD steps"),
+    _P("severities", _List(_SEVERITY), "corruption severities of the accuracy curves"),
+    _P("topolip_strengths", _Strengths(), "kind: strength of the TopoLip measurement "
+       "(on attack_eps / severities)"),
+    # distribution shift
+    _P("ood_sets", _List(_OneOf(names=_ood_sets)), "out-of-distribution sets"),
+    _P("n_ood", _Int(1), "images per OOD set (<= the smallest chosen set)"),
+    # sweeps
+    _P("sweep_epochs", _Int(1), "training epochs of the sweep models"),
+    _P("sweep_seeds", _List(_Int(0)), "seeds of the sweep models"),
+    _P("sweep_perturbation", _Strengths(min_len=1, max_len=1), "the one kind: strength of "
+       "the sweeps"),
+    _P("sweeps", _Sweeps(), "one-parameter-at-a-time grids around a base model"),
+    # theory
+    _P("theory_seed", _Int(0), "seed of the random layers"),
+    _P("theory_samples", _Int(1), "inputs per random layer"),
+    _P("theory_n_iter", _Int(1), "power iterations of the estimate"),
+    _P("token_dim", _Int(1), "token dimension D of the random attention layers"),
+    _P("theory_heads", _Int(1), "heads of the random attention layers (divide token_dim)"),
+    _P("n_tokens", _Int(1), "sequence length of the random attention layers"),
+    _P("theory_channels", _Int(1), "channels of the random convolutions"),
+    _P("theory_image_size", _Int(1), "side of their inputs, pixels"),
+    _P("n_grid", _List(_Int(1)), "token counts of the attention scaling plot"),
+    _P("radius_grid", _List(_Float(0.0, lo_open=True)), "token radii of the scaling plot"),
+    _P("slope_radius", _Float(0.0, lo_open=True), "radius of the sqrt(n) check"),
+    _P("width_grid", _List(_Int(1)), "widths of the scaling plot"),
+    _P("max_estimate_tokens", _Int(1), "largest sequence length of the attention estimate"),
+    _P("kernel_grid", _List(_Int(1)), "kernel sizes of the convolution plot"),
+    _P("channel_grid", _List(_Int(1)), "channel counts of the convolution plot"),
+    _P("input_size_grid", _List(_Int(1)), "input sizes of the convolution plot"),
+    # bounds against measurement
+    _P("estimate_samples", _Int(1), "clean images of each segment's Jacobian estimate"),
+    _P("estimate_n_iter", _Int(1), "power iterations of that estimate"),
+    # statistics (verdicts)
+    _P("n_boot", _Int(100), "hierarchical bootstrap replicates", 2000),
+    _P("n_image_resamples", _Int(2), "image resamples per model for TopoLip intervals", 20),
+    _P("alpha", _Float(0.0, 0.5, lo_open=True, hi_open=True), "error rate of the intervals "
+       "(before the multiplicity correction)", 0.05),
+)}
+
+
+# --------------------------------------------------------------------------- cross-field rules
+
+_IMAGES = {"mnist": (5000, None, 28), "cifar10": (50_000, 10_000, 32)}  # train, test, side
+_OOD_LIMITS = {"digits": 1797, "inverted_mnist": 5000, "photo_patches": 100_000}
+
+
+def _rule_sizes(p):
+    if "n_points" in p and "n_test" in p and p["n_points"] > p["n_test"]:
+        yield ("n_points", "n_test"), f"n_points must be <= n_test ({p['n_test']})"
+    if "n_robust" in p and "n_test" in p and p["n_robust"] > p["n_test"]:
+        yield ("n_robust", "n_test"), f"n_robust must be <= n_test ({p['n_test']})"
+    if {"dataset", "n_train", "n_test"} <= set(p):
+        n_tr, n_te, _ = _IMAGES[p["dataset"]]
+        if n_te is None and p["n_train"] + p["n_test"] > n_tr:
+            yield (("n_train", "n_test", "dataset"),
+                   f"n_train + n_test must be <= {n_tr} (the {p['dataset']} images)")
+        elif n_te is not None and (p["n_train"] > n_tr or p["n_test"] > n_te):
+            yield (("n_train", "n_test", "dataset"),
+                   f"{p['dataset']} has {n_tr} train and {n_te} test images")
+
+
+def _rule_strengths(p):
+    s = p.get("topolip_strengths")
+    if s is None:
+        return
+    attacks = _attack_kinds()
+    for kind, value in s.items():
+        grid, name = (("attack_eps", "attack_eps") if kind in attacks
+                      else ("severities", "severities"))
+        if grid in p and not any(math.isclose(value, g, rel_tol=1e-9, abs_tol=1e-12)
+                                 for g in p[grid]):
+            yield (("topolip_strengths", grid),
+                   f"topolip_strengths.{kind} = {_fmt(value)} must be on the grid {name} "
+                   f"({_fmt(p[grid])})")
+
+
+def _patch_ok(side: int, params: Mapping) -> bool:
+    return "patch_size" not in params or side % params["patch_size"] == 0
+
+
+def _heads_ok(params: Mapping) -> bool:
+    return not ({"hidden_dim", "num_heads"} <= set(params)) or \
+        params["hidden_dim"] % params["num_heads"] == 0
+
+
+def _rule_models(p):
+    side = _IMAGES[p["dataset"]][2] if "dataset" in p else None
+    for arch in ("vit", "attention_stack"):
+        if arch not in p:
+            continue
+        if side and not _patch_ok(side, p[arch]):
+            yield ((arch, "dataset"), f"{arch}.patch_size = {p[arch]['patch_size']} must divide "
+                   f"the image side {side} of {p['dataset']}")
+        if not _heads_ok(p[arch]):
+            yield (arch,), f"{arch}.hidden_dim must be a multiple of {arch}.num_heads"
+    for arch, entry in (p.get("sweeps") or {}).items():
+        for name, values in entry["grid"].items():
+            for v in values:
+                model = {**entry["base"], name: v}
+                if side and not _patch_ok(side, model):
+                    yield (("sweeps", "dataset"), f"sweeps.{arch}.grid.{name} = {_fmt(v)}: "
+                           f"patch_size {model['patch_size']} must divide the image side {side}")
+                if not _heads_ok(model):
+                    yield (("sweeps",), f"sweeps.{arch}.grid.{name} = {_fmt(v)}: hidden_dim "
+                           f"{model['hidden_dim']} is not a multiple of num_heads "
+                           f"{model['num_heads']}")
+    if {"token_dim", "theory_heads"} <= set(p) and p["token_dim"] % p["theory_heads"]:
+        yield ("token_dim", "theory_heads"), "token_dim must be a multiple of theory_heads"
+
+
+def _rule_ood(p):
+    if {"n_ood", "ood_sets"} <= set(p):
+        limit = min(_OOD_LIMITS.get(s, math.inf) for s in p["ood_sets"])
+        if p["n_ood"] > limit:
+            yield (("n_ood", "ood_sets"), f"n_ood must be <= {limit} (the smallest chosen set)")
+
+
+_RULES = (_rule_sizes, _rule_strengths, _rule_models, _rule_ood)
+
+
+# --------------------------------------------------------------------------- validation API
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float) and math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    text = repr(v)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _source(sources: Mapping[str, str] | None, name: str) -> str:
+    return (sources or {}).get(name, "the parameters passed")
+
+
+def validate_params(params: Mapping[str, Any], sources: Mapping[str, str] | None = None, *,
+                    strict: bool = True) -> dict[str, Any]:
+    """Check every parameter against :data:`SCHEMA` and the cross-field rules; normalise.
+
+    Parameters
+    ----------
+    params : mapping
+        Parameter values (a profile with overrides applied).
+    sources : mapping of str to str, optional
+        Where each value came from (``"profile quick (data/profiles/quick.yml)"``,
+        ``"override 'epochs=abc'"``), quoted in the error message.
+    strict : bool, default=True
+        Refuse names that are not in the schema. ``False`` checks only the names the schema
+        knows (the runner, whose test chains declare other names).
+
+    Returns
+    -------
+    dict
+        A copy of ``params`` with normalised values (``2.0`` → ``2`` for an integer, ``"1e-3"``
+        → ``0.001`` for a number).
+
+    Raises
+    ------
+    ParameterError
+        One line naming the parameter, the value, what is allowed and where it came from.
+
+    Examples
+    --------
+    >>> validate_params({"epochs": 2.0, "lr": "1e-3"})
+    {'epochs': 2, 'lr': 0.001}
+    >>> validate_params({"epochs": "abc"}, {"epochs": "override 'epochs=abc'"})
+    Traceback (most recent call last):
+    ...
+    topolip.pipeline.params.ParameterError: parameter epochs = 'abc' (from override 'epochs=abc') is not allowed: expected an integer >= 1
+    """
+    out = {}
+    for name, value in params.items():
+        spec = SCHEMA.get(name)
+        if spec is None:
+            if strict:
+                raise ParameterError(
+                    f"unknown parameter {name!r} (from {_source(sources, name)})"
+                    f"{_suggest(name, SCHEMA)}; `topolip params --schema` lists them")
+            out[name] = value
+            continue
+        try:
+            out[name] = spec.check(value)
+        except _Invalid as exc:
+            detail = f" ({exc})" if str(exc) else ""
+            raise ParameterError(
+                f"parameter {name} = {_fmt(value)} (from {_source(sources, name)}) is not "
+                f"allowed: expected {spec.allowed}{detail}") from None
+    for rule in _RULES:
+        for names, text in rule(out):
+            where = "; ".join(
+                (f"{n} from " if isinstance(out[n], Mapping) else f"{n} = {_fmt(out[n])} from ")
+                + _source(sources, n) for n in names if n in out)
+            raise ParameterError(f"parameters {', '.join(names)}: {text} ({where})")
+    return out
+
+
+def schema_defaults() -> dict[str, Any]:
+    """``{name: default}`` of the parameters whose schema entry has a default."""
+    return {name: p.default for name, p in SCHEMA.items() if p.has_default}
+
+
+def describe_schema() -> list[str]:
+    """One line per parameter: name, what is allowed, default, meaning (``params --schema``)."""
+    lines = []
+    for name, p in SCHEMA.items():
+        default = f"; default {_fmt(p.default)}" if p.has_default else ""
+        lines.append(f"{name}: {p.allowed}{default}. {p.help}")
+    return lines
+
+
+def load_params(profile: str | Path, overrides: Iterable[str] = (), *,
+                root: str | Path = ".") -> tuple[dict[str, Any], dict[str, str]]:
+    """Profile plus overrides, validated: ``(params, sources)``.
+
+    ``sources[name]`` says where the value came from (the profile file or the override's
+    text). Every profile key and override name must be in :data:`SCHEMA`.
+
+    Raises
+    ------
+    ParameterError
+        One line, for an unreadable profile (missing, invalid UTF-8, invalid YAML, not a
+        mapping), an unknown name, or a value the schema or a cross-field rule refuses.
+    """
+    data, path = _read_profile(profile, root=root)
+    where = f"profile {path}"
+    sources = {k: where for k in data}
+    overrides = list(overrides)
+    params = apply_overrides(data, overrides, known=set(SCHEMA) | set(data))
+    for text in overrides:
+        sources[text.partition("=")[0].strip().split(".")[0]] = f"override {text!r}"
+    return validate_params(params, sources), sources

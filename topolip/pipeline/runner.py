@@ -26,10 +26,10 @@ import jupytext
 import nbformat
 
 from ..io import atomic_write_text
-from .params import ParameterError, declared_parameters
+from .params import ParameterError, declared_parameters, validate_params
 from .provenance import library_fingerprint, provenance
 
-__all__ = ["NotebookRun", "chain", "check_parameters", "run_chain"]
+__all__ = ["NotebookFailed", "NotebookRun", "chain", "check_parameters", "run_chain"]
 
 BOOK_NOTEBOOKS = Path("book") / "notebooks"
 
@@ -140,8 +140,13 @@ def run_chain(
     ------
     ParameterError
         Before anything runs, for a missing parameters cell or an unknown parameter.
-    papermill.PapermillExecutionError
-        When a cell fails; the executed part is left next to the output as ``*.partial.ipynb``.
+    NotebookFailed
+        (a ``papermill.PapermillExecutionError``) when a cell fails; the message names the
+        notebook, the cell and the error. The executed part is left next to the output as
+        ``*.partial.ipynb``, and every table or figure the failed notebook wrote under its
+        ``results_dir`` is removed (or its previous version restored): tables appear only when
+        the notebook that writes them succeeds. Checkpoints (``*.pt``) are kept: they are
+        verified on load and let training resume.
     """
     import papermill
 
@@ -152,6 +157,7 @@ def run_chain(
         missing = sorted(set(only) - names)
         if missing:
             raise ParameterError(f"no notebook named {missing}; the chain: {sorted(names)}")
+    params = validate_params(params, strict=False)  # the schema, before anything runs
     per_notebook = check_parameters(notebooks, params)
     fingerprint = library_fingerprint()
     out_dir = root / BOOK_NOTEBOOKS
@@ -182,13 +188,20 @@ def run_chain(
                                      "language": "python"}
         partial = out.with_suffix(".partial.ipynb")  # papermill writes progress here
         t0 = time.perf_counter()
+        snapshot = _snapshot_outputs(root, nb_params, nb)
         try:
             result = papermill.execute_notebook(
                 nb, str(partial), parameters=dict(nb_params), kernel_name=kernel_name,
                 cwd=str(root), progress_bar=False, log_output=False)
-        except papermill.PapermillExecutionError:
-            log(f"[topolip] {path.stem} FAILED; the executed part is in {partial}")
-            raise
+        except BaseException as exc:
+            removed = snapshot.rollback()
+            snapshot.discard()
+            if not isinstance(exc, papermill.PapermillExecutionError):
+                raise
+            failed = NotebookFailed.from_error(path.stem, exc, partial, removed)
+            log(f"[topolip] {failed}")
+            raise failed from None
+        snapshot.discard()
         seconds = time.perf_counter() - t0
         _show_only_injected_parameters(result)
         result.metadata["topolip"] = {"cache_key": key, "seconds": round(seconds, 1),
@@ -198,3 +211,123 @@ def run_chain(
         log(f"[topolip] {path.stem}: done in {seconds:.0f} s -> {out.relative_to(root)}")
         runs.append(NotebookRun(path.stem, out, False, seconds))
     return runs
+
+
+# --------------------------------------------------------------------------- failed notebooks
+
+
+def _failure_class():
+    import papermill
+
+    return papermill.PapermillExecutionError
+
+
+class NotebookFailed(_failure_class()):
+    """A cell of a chain notebook raised: names the notebook, the cell and the error.
+
+    A subclass of ``papermill.PapermillExecutionError`` (same attributes) with ``notebook``,
+    ``partial`` (the executed part) and ``removed`` (outputs rolled back) added.
+    """
+
+    def __init__(self, notebook: str, cell_index: int, exec_count: int | None, source: str,
+                 ename: str, evalue: str, traceback, partial: Path, removed: list[Path]):
+        super().__init__(cell_index, exec_count, source, ename, evalue, traceback)
+        self.notebook, self.partial, self.removed = notebook, partial, removed
+
+    @classmethod
+    def from_error(cls, notebook: str, exc, partial: Path, removed: list[Path]):
+        return cls(notebook, exc.cell_index, exc.exec_count, exc.source, exc.ename, exc.evalue,
+                   exc.traceback, partial, removed)
+
+    def __str__(self) -> str:
+        first = next((ln.strip() for ln in (self.source or "").splitlines()
+                      if ln.strip() and not ln.strip().startswith("#")), "")
+        first = first if len(first) <= 60 else first[:57] + "..."
+        rolled = f"; {len(self.removed)} partial output(s) removed" if self.removed else ""
+        return (f"notebook {self.notebook} failed in cell {self.exec_count} (`{first}`): "
+                f"{self.ename}: {' '.join(str(self.evalue).split())} (executed part: "
+                f"{self.partial}{rolled})")
+
+    def __reduce__(self):  # picklable like its base
+        return (self.__class__, (self.notebook, self.cell_index, self.exec_count, self.source,
+                                 self.ename, self.evalue, self.traceback, self.partial,
+                                 self.removed))
+
+
+class _OutputSnapshot:
+    """Files under a notebook's ``results_dir`` before it runs, to undo a failed run's writes.
+
+    Everything but checkpoints (``*.pt``, verified on load and resumable) and temporaries is
+    backed up (tables and figures are small); :meth:`rollback` deletes the files the notebook
+    created and restores the ones it changed.
+    """
+
+    def __init__(self, folder: Path | None):
+        import tempfile
+
+        self.folder = folder
+        self.before: dict[Path, tuple[int, int]] = {}
+        self.backup = Path(tempfile.mkdtemp(prefix="topolip-outputs-")) if folder else None
+        if folder is None or not folder.is_dir():
+            return
+        import shutil
+
+        for f in self._files():
+            st = f.stat()
+            self.before[f] = (st.st_mtime_ns, st.st_size)
+            if f.suffix != ".pt":
+                dest = self.backup / f.relative_to(folder)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(f, dest)
+
+    def _files(self) -> list[Path]:
+        if self.folder is None or not self.folder.is_dir():
+            return []
+        return [f for f in self.folder.rglob("*")
+                if f.is_file() and not f.name.endswith(".tmp")]
+
+    def rollback(self) -> list[Path]:
+        import shutil
+
+        changed = []
+        for f in self._files():
+            if f.suffix == ".pt":
+                continue
+            st = f.stat()
+            old = self.before.get(f)
+            if old is None:
+                f.unlink(missing_ok=True)
+                changed.append(f)
+            elif old != (st.st_mtime_ns, st.st_size):
+                shutil.copy2(self.backup / f.relative_to(self.folder), f)
+                changed.append(f)
+        for f in self.before:  # deleted by the notebook: restore
+            if f.suffix != ".pt" and not f.exists():
+                f.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(self.backup / f.relative_to(self.folder), f)
+                changed.append(f)
+        return changed
+
+    def discard(self) -> None:
+        import shutil
+
+        if self.backup is not None:
+            shutil.rmtree(self.backup, ignore_errors=True)
+
+
+def _snapshot_outputs(root: Path, nb_params: Mapping[str, Any], nb) -> _OutputSnapshot:
+    """Snapshot the notebook's ``results_dir`` (passed, or its literal default) under ``root``."""
+    import ast
+
+    results = nb_params.get("results_dir")
+    if results is None:
+        try:
+            results = ast.literal_eval(declared_parameters(nb).get("results_dir", "None"))
+        except (ValueError, SyntaxError):
+            results = None
+    if not isinstance(results, str) or not results:
+        return _OutputSnapshot(None)
+    folder = (root / results).resolve()
+    if folder == root or root not in folder.parents:  # never treat the repository as outputs
+        return _OutputSnapshot(None)
+    return _OutputSnapshot(folder)
