@@ -78,15 +78,20 @@ glue_number("ms-n-comparisons", int(others["comparison"].ne("").sum()), "{}")
 glue_number("ms-n-better", int(counts.get("TopoLip better", 0)), "{}")
 glue_number("ms-n-worse", int(counts.get("TopoLip worse", 0)), "{}")
 glue_number("ms-n-undecided", int(counts.get("no difference shown", 0)), "{}")
-best = study.loc[study.groupby("perturbation")["tau"].idxmax()]
+defined = study.dropna(subset=["tau"])
+best = defined.loc[defined.groupby("perturbation")["tau"].idxmax()]
 glue_number("ms-best", "; ".join(
     f"{k.replace('_', ' ').replace('fgsm', 'FGSM').replace('pgd', 'PGD')}: {lab} ({t:.2f})"
-    for k, lab, t in zip(best["perturbation"], best["label"], best["tau"], strict=True)), "{}")
-mean_tau = study.groupby("label", sort=False)["tau"].mean().sort_values(ascending=False)
-rank = list(mean_tau.index).index(MEASURES[0].label) + 1
-glue_number("ms-ref-rank", f"{rank} of {len(mean_tau)}", "{}")
-glue_number("ms-top-measure", mean_tau.index[0], "{}")
-glue_number("ms-top-tau", float(mean_tau.iloc[0]), "{:.2f}")
+    for k, lab, t in zip(best["perturbation"], best["label"], best["tau"], strict=True))
+    or "undefined (too few models)", "{}")
+mean_tau = defined.groupby("label", sort=False)["tau"].mean().sort_values(ascending=False)
+if MEASURES[0].label in mean_tau.index:
+    rank = list(mean_tau.index).index(MEASURES[0].label) + 1
+    glue_number("ms-ref-rank", f"{rank} of {len(mean_tau)}", "{}")
+else:
+    glue_number("ms-ref-rank", "unranked (τ undefined)", "{}")
+glue_number("ms-top-measure", mean_tau.index[0] if len(mean_tau) else "none", "{}")
+glue_number("ms-top-tau", float(mean_tau.iloc[0]) if len(mean_tau) else float("nan"), "{:.2f}")
 gran = study.dropna(subset=["granulated_tau"])
 gref = gran[gran["measure"] == "end_to_end_scale_free"]
 glue_number("ms-granulated", "; ".join(

@@ -61,8 +61,8 @@ def test_schema_kinds_match_the_library():
 
     assert set(_MODEL_GROUPS) == set(ARCHITECTURES)
     assert set(_OOD_LIMITS) == set(OOD_SETS)
-    assert validate_params({"perturbations": {k: 1 for k in CORRUPTIONS}})
-    assert validate_params({"perturbations": {k: 0.1 for k in ATTACKS}})
+    assert validate_params({"topolip_strengths": {k: 1 for k in CORRUPTIONS}})
+    assert validate_params({"sweep_perturbations": {k: 0.1 for k in ATTACKS}})
 
 
 BAD = [  # (override, words the one-line message must hold)
@@ -87,7 +87,10 @@ BAD = [  # (override, words the one-line message must hold)
     ("weight_decay=-0.1", "parameter weight_decay"),
     ("batch_size=0", "parameter batch_size"),
     ("n_points=1", "parameter n_points"),
-    ("n_points=2000", "n_points must be <= n_test (1000)"),
+    ("n_points=2000", "2 * n_points must be <= n_test (1000)"),
+    ("n_points=501", "the noise floor compares the clean batch with a disjoint one"),
+    ("topolip_strengths={pgd: 0.05}", "bound_kinds: fgsm is not measured"),
+    ("bound_kinds=[fgsm, blur]", "parameter bound_kinds"),
     ("n_robust=1001", "n_robust must be <= n_test"),
     ("n_train=4500", "n_train + n_test must be <= 5000"),
     ("dataset=cifar", "expected one of 'mnist', 'cifar10'"),
@@ -96,10 +99,10 @@ BAD = [  # (override, words the one-line message must hold)
     ("degrees=[0.5, 1.7]", "item 0 = 0.5"),
     ("degrees=[-1]", "parameter degrees"),
     ("n_perm=1", "expected null or an integer >= 2"),
-    ("perturbations={fgsm: 2}", "fgsm = 2 is not a finite number in [0, 1]"),
-    ("perturbations={blur: 1}", "unknown kind 'blur'"),
-    ("perturbations={gaussian_noise: 6}", "gaussian_noise = 6"),
-    ("perturbations={}", "parameter perturbations"),
+    ("topolip_strengths={fgsm: 2}", "fgsm = 2 is not a finite number in [0, 1]"),
+    ("topolip_strengths={blur: 1}", "unknown kind 'blur'"),
+    ("sweep_perturbations={gaussian_noise: 6}", "gaussian_noise = 6"),
+    ("topolip_strengths={}", "parameter topolip_strengths"),
     ("topolip_strengths.fgsm=0.07", "topolip_strengths.fgsm = 0.07 must be on the grid"),
     ("topolip_strengths.contrast=1.5", "contrast = 1.5"),
     ("severities=[0, 1]", "topolip_strengths.gaussian_noise = 3 must be on the grid"),
@@ -110,7 +113,7 @@ BAD = [  # (override, words the one-line message must hold)
     ("resnet.blocks=[1, 1]", "parameter resnet"),
     ("sweeps.vit.grid.patch_size=[3]", "patch_size 3 must divide the image side 28"),
     ("sweeps.vit.grid.num_heads=[3]", "hidden_dim 32 is not a multiple of num_heads 3"),
-    ("sweep_perturbation={fgsm: 0.1, pgd: 0.1}", "parameter sweep_perturbation"),
+    ("sweep_perturbations={}", "parameter sweep_perturbations"),
     ("ood_sets=[mnist]", "parameter ood_sets"),
     ("n_ood=5000", "n_ood must be <= 1797"),
     ("theory_heads=5", "token_dim must be a multiple of theory_heads"),
@@ -139,7 +142,7 @@ def test_bad_values_are_refused_before_anything_runs(override, words):
 GOOD = [("lr=1e-3", "lr", 0.001), ("epochs=2.0", "epochs", 2), ("q=inf", "q", math.inf),
         ("p=inf", "p", math.inf), ("n_perm=null", "n_perm", None), ("seeds=[7]", "seeds", [7]),
         ("alpha=0.01", "alpha", 0.01), ("n_boot=100", "n_boot", 100),
-        ("n_points=1000", "n_points", 1000)]
+        ("n_points=500", "n_points", 500)]
 
 
 @pytest.mark.parametrize("override, name, value", GOOD, ids=[g[0] for g in GOOD])
@@ -256,7 +259,7 @@ CLI_BAD = [
     (["run", "--only", "99_nope"], 2, "no notebook named ['99_nope']"),
     (["run", "seeds=[]"], 2, "parameter seeds = []"),
     (["run", "p=0.5"], 2, "parameter p = 0.5"),
-    (["book", "n_points=5000"], 2, "n_points must be <= n_test"),
+    (["book", "n_points=5000"], 2, "2 * n_points must be <= n_test"),
 ]
 
 

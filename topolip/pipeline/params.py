@@ -507,7 +507,6 @@ SCHEMA: dict[str, Param] = {p.name: p for p in (
     _P("weight_decay", _Float(0.0), "AdamW weight decay"),
     # TopoLip
     _P("n_points", _Int(2), "test images per point cloud (<= n_test)"),
-    _P("perturbations", _Strengths(), "kind: strength of the TopoLip perturbations"),
     _P("degrees", _List(_Int(0)), "homological degrees of the diagrams"),
     _P("p", _Float(1.0, inf=True), "Wasserstein order (inf: bottleneck)"),
     _P("q", _OneOf(1, 2, math.inf), "ground metric l_q on the plane"),
@@ -525,8 +524,8 @@ SCHEMA: dict[str, Param] = {p.name: p for p in (
     # sweeps
     _P("sweep_epochs", _Int(1), "training epochs of the sweep models"),
     _P("sweep_seeds", _List(_Int(0)), "seeds of the sweep models"),
-    _P("sweep_perturbation", _Strengths(min_len=1, max_len=1), "the one kind: strength of "
-       "the sweeps"),
+    _P("sweep_perturbations", _Strengths(min_len=1), "kind: strength of the perturbations "
+       "measured on every sweep point"),
     _P("sweeps", _Sweeps(), "one-parameter-at-a-time grids around a base model"),
     # theory
     _P("theory_seed", _Int(0), "seed of the random layers"),
@@ -546,6 +545,8 @@ SCHEMA: dict[str, Param] = {p.name: p for p in (
     _P("channel_grid", _List(_Int(1)), "channel counts of the convolution plot"),
     _P("input_size_grid", _List(_Int(1)), "input sizes of the convolution plot"),
     # bounds against measurement
+    _P("bound_kinds", _List(_OneOf(names=lambda: _attack_kinds() + _corruption_kinds())),
+       "perturbation kinds whose certified chain 05 checks (kinds of topolip_strengths)"),
     _P("estimate_samples", _Int(1), "clean images of each segment's Jacobian estimate"),
     _P("estimate_n_iter", _Int(1), "power iterations of that estimate"),
     # statistics (verdicts)
@@ -563,8 +564,9 @@ _OOD_LIMITS = {"digits": 1797, "inverted_mnist": 5000, "photo_patches": 100_000}
 
 
 def _rule_sizes(p):
-    if "n_points" in p and "n_test" in p and p["n_points"] > p["n_test"]:
-        yield ("n_points", "n_test"), f"n_points must be <= n_test ({p['n_test']})"
+    if "n_points" in p and "n_test" in p and 2 * p["n_points"] > p["n_test"]:
+        yield (("n_points", "n_test"), f"2 * n_points must be <= n_test ({p['n_test']}): the "
+               "noise floor compares the clean batch with a disjoint one of the same size")
     if "n_robust" in p and "n_test" in p and p["n_robust"] > p["n_test"]:
         yield ("n_robust", "n_test"), f"n_robust must be <= n_test ({p['n_test']})"
     if {"dataset", "n_train", "n_test"} <= set(p):
@@ -581,6 +583,11 @@ def _rule_strengths(p):
     s = p.get("topolip_strengths")
     if s is None:
         return
+    for kind in p.get("bound_kinds", ()):
+        if kind not in s:
+            yield (("bound_kinds", "topolip_strengths"),
+                   f"bound_kinds: {kind} is not measured (not a kind of topolip_strengths: "
+                   f"{', '.join(s)})")
     attacks = _attack_kinds()
     for kind, value in s.items():
         grid, name = (("attack_eps", "attack_eps") if kind in attacks
