@@ -6,6 +6,8 @@ Examples::
     topolip book --profile quick epochs=2 seeds=[1]
     topolip run --only 02_topolip eps=0.05         # one notebook (earlier outputs reused)
     topolip params                                 # every parameter, its value, who reads it
+    topolip run --dry-run epochs=2                 # what would execute, and why
+    topolip figure fig-topolip-by-layer            # redraw one figure from the saved tables
 """
 
 from __future__ import annotations
@@ -39,6 +41,31 @@ def _params(args) -> dict:
     return apply_overrides(profile, args.overrides, known=known)
 
 
+def _add_figure_command(sub) -> None:
+    """``topolip figure ID [--profile NAME] [name=value ...]``: redraw one registered figure."""
+    p = sub.add_parser("figure", help="redraw one figure from the saved tables")
+    p.add_argument("fig_id", metavar="ID", help="figure id, e.g. fig-topolip-by-layer")
+    p.add_argument("--profile", default="quick", help="name in data/profiles or a YAML path")
+    p.add_argument("--root", default=".", type=Path, help="repository root (default .)")
+    p.add_argument("overrides", nargs="*", metavar="name=value",
+                   help="override a parameter (results_dir=... to read other results)")
+
+
+def _figure(args) -> int:
+    """Run ``topolip figure``: redraw ``args.fig_id`` under the profile's ``results_dir``."""
+    from .pipeline.figures_io import redraw_figure
+
+    params = apply_overrides(load_profile(args.profile, root=args.root), args.overrides)
+    try:
+        png = redraw_figure(args.fig_id, results_dir=params["results_dir"], root=args.root)
+    except (KeyError, FileNotFoundError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) else str(exc)
+        print(f"topolip: error: {message}", file=sys.stderr)
+        return 2
+    print(f"[topolip] {args.fig_id}: {png} (.svg, .json)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="topolip", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -54,10 +81,15 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--only", action="append", metavar="NOTEBOOK",
                            help="run only this notebook (repeatable), e.g. 02_topolip")
             p.add_argument("--force", action="store_true", help="ignore the notebook cache")
+            p.add_argument("--dry-run", action="store_true",
+                           help="print what would execute and why; execute nothing")
+    _add_figure_command(sub)
     args = parser.parse_args(argv)
     if hasattr(signal, "SIGPIPE"):  # `topolip params | head` ends quietly, as Unix tools do
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
+        if args.command == "figure":
+            return _figure(args)
         params = _params(args)
         if args.command == "params":
             per = check_parameters(chain(args.root), params)
@@ -65,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
                 users = [p.stem for p, d in per.items() if key in d]
                 print(f"{key} = {params[key]!r}    # {', '.join(users) or 'no notebook'}")
             return 0
-        run_chain(args.root, params, only=args.only, force=args.force)
-        if args.command == "book":
+        run_chain(args.root, params, only=args.only, force=args.force, dry_run=args.dry_run)
+        if args.command == "book" and not args.dry_run:
             html = build_book(args.root)
             print(f"[topolip] book built: {html / 'index.html'}")
     except (ParameterError, FileNotFoundError) as exc:
