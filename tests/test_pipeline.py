@@ -263,3 +263,64 @@ def test_cli_dry_run_prints_what_would_run_and_why(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "[topolip] 01_a: would execute (never executed)" in out
     assert not (root / "results").exists() and not (root / "book").exists()
+
+
+# --- the book reads only its table of contents ------------------------------------------------
+
+DECOY = "# Decoy\n\nSee [missing](./nowhere.txt) and {cite}`no_such_key`.\n"
+
+
+def tiny_book(tmp_path: Path) -> Path:
+    """A repository root with a two-page book (a Markdown page and an executed notebook) and
+    decoys where a newcomer's tree has them: pytest's cache, a virtual environment, results."""
+    import nbformat
+
+    (tmp_path / "book/notebooks").mkdir(parents=True)
+    (tmp_path / "book/intro.md").write_text("# Intro\n\nA tiny book with $x^2$.\n")
+    (tmp_path / "book/figure.svg").write_text(
+        '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>\n')
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Chapter\n\nText.")])
+    nbformat.write(nb, tmp_path / "book/notebooks/01_nb.ipynb")
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/intro\nchapters:\n  - file: book/notebooks/01_nb\n")
+    (tmp_path / "book/references.bib").write_text("")
+    shutil.copy2(ROOT / "_config.yml", tmp_path / "_config.yml")
+    for decoy in (".pytest_cache/README.md", ".venv/lib/pkg/README.md", "results/q/notes.md",
+                  "book/notebooks/.ipynb_checkpoints/x.md", "stray.md", "book/draft.md"):
+        (tmp_path / decoy).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / decoy).write_text(DECOY)
+    return tmp_path
+
+
+def test_staging_copies_only_the_toc_documents_and_their_assets(tmp_path):
+    import nbformat
+
+    from topolip.pipeline.book import stage_book, toc_documents
+
+    root = tiny_book(tmp_path / "repo")
+    assert toc_documents(root) == [Path("book/intro.md"), Path("book/notebooks/01_nb.ipynb")]
+    dest = stage_book(root, tmp_path / "staged")
+    files = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file())
+    assert files == ["_config.yml", "_toc.yml", "book/figure.svg", "book/intro.md",
+                     "book/notebooks/01_nb.ipynb", "book/references.bib"]
+    first = nbformat.read(dest / "book/notebooks/01_nb.ipynb", as_version=4).cells[0]
+    assert first.metadata["tags"] == ["remove-cell"]
+    assert "git\", \"clone\", \"--depth\", \"1\", \"https://github.com/topolip/" in first.source
+    assert "pip\", \"install\"" in first.source
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n"
+                                   "  - file: book/notebooks/02_missing\n")
+    with pytest.raises(FileNotFoundError, match="_toc.yml lists 'book/notebooks/02_missing'"):
+        stage_book(root, tmp_path / "staged")
+
+
+def test_book_build_ignores_stray_markdown_in_dot_folders(tmp_path):
+    from topolip.pipeline import build_book
+
+    root = tiny_book(tmp_path)
+    html = build_book(root)
+    assert (html / "book/intro.html").exists() and (html / "book/notebooks/01_nb.html").exists()
+    assert not list(html.rglob("README.html")) and not (html / "stray.html").exists()
+    download = html / "_sources/book/notebooks/01_nb.ipynb"
+    assert "topolip-companion" in download.read_text(), "the download has the install cell"
+    assert "topolip-companion" not in (html / "book/notebooks/01_nb.html").read_text().split(
+        '<article')[-1], "the page does not show it"

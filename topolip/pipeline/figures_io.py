@@ -196,15 +196,20 @@ def figure_provenance_text(sidecar: Mapping[str, Any]) -> str:
 
 
 class _GluedText:
-    """A string whose ``text/plain`` display has no quotes (``{glue:text}`` shows the repr)."""
+    """The provenance line for glue: ``text/plain`` without quotes (``{glue:text}`` shows the
+    repr) and ``text/markdown`` with the command as inline code (``{glue:md}``), which Sphinx's
+    smart quotes leave alone (in plain text they turn ``--profile`` into ``–profile``)."""
 
-    def __init__(self, text: str):
-        self.text = text
+    def __init__(self, text: str, markdown: str):
+        self.text, self.markdown = text, markdown
 
     def __repr__(self) -> str:
         return self.text
 
     __str__ = __repr__
+
+    def _repr_markdown_(self) -> str:
+        return self.markdown
 
 
 def _in_kernel() -> bool:
@@ -240,14 +245,17 @@ def publish_figure(fig, fig_id: str, *, results_dir, notebook: str,
         :name: fig-topolip-by-layer
         :alt: Per-layer TopoLip of each architecture
 
-        Caption text. {glue:text}`fig-topolip-by-layer-provenance`
+        Caption text. {glue:md}`fig-topolip-by-layer-provenance`
         ```
 
-    ``{glue:text}`` inside a ``glue:figure`` caption renders with the pinned myst-nb 1.4.0 and
-    Jupyter Book 1 (the caption is parsed as nested Markdown, so inline roles work; checked by
-    ``tests/test_figures_io.py::test_glued_figure_and_provenance_render_in_a_book``). The
-    provenance is glued as an object whose ``text/plain`` form is the bare line, so the page
-    shows it without quotes. Outside a kernel (scripts, ``topolip figure``) nothing is glued
+    Checked with the pinned myst-nb 1.4.0 and Jupyter Book 1
+    (``tests/test_figures_io.py::test_glued_figure_and_provenance_render_in_a_book``): the
+    caption is parsed as nested Markdown, so inline glue roles work in it. Both
+    ``{glue:text}`` and ``{glue:md}`` render the line (it is glued as an object whose
+    ``text/plain`` form is the bare line, without quotes, and whose ``text/markdown`` form has the
+    command as inline code), but in ``{glue:text}`` Sphinx's smart quotes turn the command's
+    ``--profile`` into ``–profile``, which no shell accepts: use ``{glue:md}``, which shows the
+    command as code, exactly. Outside a kernel (scripts, ``topolip figure``) nothing is glued
     and ``fig`` stays open.
 
     Parameters
@@ -322,8 +330,9 @@ def publish_figure(fig, fig_id: str, *, results_dir, notebook: str,
         from myst_nb import glue as myst_glue
 
         myst_glue(fig_id, fig, display=False)
-        myst_glue(f"{fig_id}-provenance", _GluedText(figure_provenance_text(sidecar)),
-                  display=False)
+        text = figure_provenance_text(sidecar)
+        markdown = text.replace(sidecar["command"], f"`{sidecar['command']}`")
+        myst_glue(f"{fig_id}-provenance", _GluedText(text, markdown), display=False)
         plt.close(fig)
     return path
 
