@@ -324,3 +324,23 @@ def test_book_build_ignores_stray_markdown_in_dot_folders(tmp_path):
     assert "topolip-companion" in download.read_text(), "the download has the install cell"
     assert "topolip-companion" not in (html / "book/notebooks/01_nb.html").read_text().split(
         '<article')[-1], "the page does not show it"
+
+
+def test_citation_and_the_one_repository_link():
+    import yaml
+
+    from topolip.pipeline.book import repository_url
+
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0" and cff["type"] == "software"
+    paper = cff["preferred-citation"]
+    assert paper["type"] == "article" and paper["year"] == 2024
+    assert paper["authors"] == [{"family-names": "Chen", "given-names": "B."}]
+    assert paper["title"].startswith("Is Smoothness the Key to Robustness?")
+    assert paper["identifiers"][0]["value"] == "arXiv:2410.17628"
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert cff["repository-code"] == config["repository"]["url"] == repository_url(ROOT)
+    assert config["html"]["use_repository_button"] is True
+    assert {"binderhub_url", "colab_url"} <= set(config["launch_buttons"])
+    reproduce = (ROOT / "book/reproduce.md").read_text()
+    assert reproduce.count("## How to cite") == 1 and "arXiv:2410.17628" in reproduce
