@@ -42,22 +42,30 @@ def _params(args) -> dict:
 
 
 def _add_figure_command(sub) -> None:
-    """``topolip figure ID [--profile NAME] [name=value ...]``: redraw one registered figure."""
+    """``topolip figure ID [--profile NAME] [--results-dir DIR]``: redraw one registered figure."""
     p = sub.add_parser("figure", help="redraw one figure from the saved tables")
     p.add_argument("fig_id", metavar="ID", help="figure id, e.g. fig-topolip-by-layer")
-    p.add_argument("--profile", default="quick", help="name in data/profiles or a YAML path")
+    p.add_argument("--profile", default="quick",
+                   help="read the tables of this profile's results_dir (a profile without a "
+                        "file reads results/NAME)")
+    p.add_argument("--results-dir", default=None, help="read the tables here instead")
     p.add_argument("--root", default=".", type=Path, help="repository root (default .)")
-    p.add_argument("overrides", nargs="*", metavar="name=value",
-                   help="override a parameter (results_dir=... to read other results)")
 
 
 def _figure(args) -> int:
-    """Run ``topolip figure``: redraw ``args.fig_id`` under the profile's ``results_dir``."""
+    """Run ``topolip figure``: redraw ``args.fig_id`` from the tables under the results folder."""
     from .pipeline.figures_io import redraw_figure
 
-    params = apply_overrides(load_profile(args.profile, root=args.root), args.overrides)
+    results_dir = args.results_dir
+    if results_dir is None:
+        try:
+            results_dir = load_profile(args.profile, root=args.root)["results_dir"]
+        except ParameterError:
+            if not (args.root / "results" / args.profile).is_dir():
+                raise
+            results_dir = f"results/{args.profile}"  # e.g. results/tiny of the tests
     try:
-        png = redraw_figure(args.fig_id, results_dir=params["results_dir"], root=args.root)
+        png = redraw_figure(args.fig_id, results_dir=results_dir, root=args.root)
     except (KeyError, FileNotFoundError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) else str(exc)
         print(f"topolip: error: {message}", file=sys.stderr)
