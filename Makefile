@@ -7,7 +7,7 @@ PROFILE ?= quick
 PARAMS  ?=
 PYTEST_ARGS ?=
 
-.PHONY: install book run test test-fast lint bench lock clean clean-results
+.PHONY: install book run test test-fast browser-test lint bench lock clean clean-results
 
 $(BIN)/.installed: requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,12 @@ test: install
 
 test-fast: install
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+## make browser-test: the built book (_build/html, from `make book`) in headless chromium with the
+## network off: pages load, images load, math typeset, internal links resolve, no error output.
+## Needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver).
+browser-test: install
+	$(BIN)/python -m pytest -m browser tests/test_browser.py $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check topolip tests benchmarks notebooks

@@ -8,6 +8,8 @@ Examples::
     topolip params                                 # every parameter, its value, who reads it
     topolip params --schema                        # what each parameter allows
     topolip --debug run epochs=abc                 # the traceback, not just the one line
+    topolip run --dry-run epochs=2                 # what would execute, and why
+    topolip figure fig-topolip-by-layer            # redraw one figure from the saved tables
 """
 
 from __future__ import annotations
@@ -47,10 +49,43 @@ def _run(args) -> int:
             users = [p.stem for p, d in per.items() if key in d]
             print(f"{key} = {params[key]!r}    # {', '.join(users) or 'no notebook'}")
         return 0
-    run_chain(args.root, params, only=args.only, force=args.force)
-    if args.command == "book":
+    run_chain(args.root, params, only=args.only, force=args.force, dry_run=args.dry_run)
+    if args.command == "book" and not args.dry_run:
         html = build_book(args.root)
         print(f"[topolip] book built: {html / 'index.html'}")
+    return 0
+
+
+def _add_figure_command(sub) -> None:
+    """``topolip figure ID [--profile NAME] [--results-dir DIR]``: redraw one registered figure."""
+    p = sub.add_parser("figure", help="redraw one figure from the saved tables")
+    p.add_argument("fig_id", metavar="ID", help="figure id, e.g. fig-topolip-by-layer")
+    p.add_argument("--profile", default="quick",
+                   help="read the tables of this profile's results_dir (a profile without a "
+                        "file reads results/NAME)")
+    p.add_argument("--results-dir", default=None, help="read the tables here instead")
+    p.add_argument("--root", default=".", type=Path, help="repository root (default .)")
+
+
+def _figure(args) -> int:
+    """Run ``topolip figure``: redraw ``args.fig_id`` from the tables under the results folder."""
+    from .pipeline.figures_io import redraw_figure
+
+    results_dir = args.results_dir
+    if results_dir is None:
+        try:
+            results_dir = load_profile(args.profile, root=args.root)["results_dir"]
+        except ParameterError:
+            if not (args.root / "results" / args.profile).is_dir():
+                raise
+            results_dir = f"results/{args.profile}"  # e.g. results/tiny of the tests
+    try:
+        png = redraw_figure(args.fig_id, results_dir=results_dir, root=args.root)
+    except (KeyError, FileNotFoundError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) else str(exc)
+        print(f"topolip: error: {message}", file=sys.stderr)
+        return 2
+    print(f"[topolip] {args.fig_id}: {png} (.svg, .json)")
     return 0
 
 
@@ -81,10 +116,15 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--only", action="append", metavar="NOTEBOOK",
                            help="run only this notebook (repeatable), e.g. 02_topolip")
             p.add_argument("--force", action="store_true", help="ignore the notebook cache")
+            p.add_argument("--dry-run", action="store_true",
+                           help="print what would execute and why; execute nothing")
+    _add_figure_command(sub)
     args = parser.parse_args(argv)
     if hasattr(signal, "SIGPIPE"):  # `topolip params | head` ends quietly, as Unix tools do
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
+        if args.command == "figure":
+            return _figure(args)
         return _run(args)
     except Exception as exc:
         if args.debug:

@@ -7,9 +7,16 @@ one ``parameters`` cell and every passed parameter must be declared by some note
 notebook receives only the parameters its cell declares.
 
 An executed notebook is written atomically to ``{root}/book/notebooks/<name>.ipynb`` with a
-cache key in its metadata (notebook source, its parameters, the upstream keys and the library
-fingerprint); a later run skips a notebook whose key is unchanged, so an interrupted chain
-resumes after the last finished notebook.
+cache key in its metadata; a later run skips a notebook whose key is unchanged, so an
+interrupted chain resumes after the last finished notebook.
+
+The cache follows the data. ``notebooks/dependencies.yml`` declares, for every notebook, the
+files it reads and writes (see :func:`load_dependencies`); a notebook's key is its source, its
+parameters, the content hashes of the files it reads, the library fingerprint and the hash of
+``requirements.lock``. Changing a parameter therefore re-executes the notebooks that declare it
+and then those whose inputs changed content, and no other. Without a declaration file (a
+scratch chain) each key includes the previous notebook's key instead: a plain chain.
+``run_chain(..., dry_run=True)`` (``topolip run --dry-run``) prints what would execute and why.
 """
 
 from __future__ import annotations
@@ -29,19 +36,137 @@ from ..io import atomic_write_text
 from .params import ParameterError, declared_parameters, validate_params
 from .provenance import library_fingerprint, provenance
 
-__all__ = ["NotebookFailed", "NotebookRun", "chain", "check_parameters", "run_chain"]
+__all__ = ["DependencyError", "NotebookDeps", "NotebookFailed", "NotebookRun", "chain",
+           "check_parameters", "load_dependencies", "run_chain"]
 
 BOOK_NOTEBOOKS = Path("book") / "notebooks"
+#: The declaration of what each notebook reads and writes, relative to the repository root.
+DEPENDENCIES = Path("notebooks") / "dependencies.yml"
+LOCK_FILE = "requirements.lock"
 
 
 @dataclass(frozen=True)
 class NotebookRun:
-    """One notebook of a chain run: where it went, whether it was cached, how long it took."""
+    """One notebook of a chain run: where it went, whether it was cached, how long it took, and
+    why it executed (or would, in a dry run)."""
 
     name: str
     output: Path
     cached: bool
     seconds: float
+    reason: str = ""
+
+
+class DependencyError(ParameterError):
+    """``notebooks/dependencies.yml`` disagrees with the chain (raised before anything runs)."""
+
+
+@dataclass(frozen=True)
+class NotebookDeps:
+    """Files one notebook reads and writes: ``{results_dir}/...`` templates or paths relative to
+    the repository root."""
+
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+
+
+def load_dependencies(root: str | Path, notebooks: Sequence[Path]) -> dict[str, NotebookDeps] | None:
+    """Read and check ``{root}/notebooks/dependencies.yml`` against the chain ``notebooks``.
+
+    The file maps each notebook stem to ``{reads: [...], writes: [...]}``; a path
+    ``"{results_dir}/tables/x.csv"`` is under the run's results folder, any other path is
+    relative to ``root``.
+
+    Returns
+    -------
+    dict or None
+        ``{stem: NotebookDeps}`` in chain order; None when the file does not exist.
+
+    Raises
+    ------
+    DependencyError
+        If a notebook of the chain has no entry, an entry names no notebook of the chain, an
+        entry has keys other than ``reads`` and ``writes`` or values that are not lists of
+        strings, or a notebook reads a ``{results_dir}`` file that no earlier notebook writes.
+    """
+    import yaml
+
+    path = Path(root) / DEPENDENCIES
+    if not path.exists():
+        return None
+    raw = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(raw, dict):
+        raise DependencyError(f"{DEPENDENCIES} must map notebook names to reads/writes; "
+                              f"got a {type(raw).__name__}")
+    stems = [p.stem for p in notebooks]
+    undeclared = [s for s in stems if s not in raw]
+    if undeclared:
+        raise DependencyError(
+            f"{DEPENDENCIES} does not declare notebook(s) {undeclared}: add an entry "
+            f"`{undeclared[0]}: {{reads: [...], writes: [...]}}` listing the files it reads and "
+            f"writes (the cache needs them)")
+    stale = sorted(set(raw) - set(stems))
+    if stale:
+        raise DependencyError(
+            f"{DEPENDENCIES} declares {stale}, which are not notebooks of the chain (no "
+            f"notebooks/<name>.py); remove the entries or add the notebooks")
+    deps: dict[str, NotebookDeps] = {}
+    written: dict[str, str] = {}
+    for stem in stems:
+        entry = raw[stem] or {}
+        extra = sorted(set(entry) - {"reads", "writes"}) if isinstance(entry, dict) else None
+        if extra is None or extra:
+            raise DependencyError(f"{DEPENDENCIES}: {stem} must be a mapping with keys reads "
+                                  f"and writes; got {entry!r}")
+        lists = {}
+        for field in ("reads", "writes"):
+            value = entry.get(field) or []
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise DependencyError(f"{DEPENDENCIES}: {stem}.{field} must be a list of "
+                                      f"paths; got {value!r}")
+            lists[field] = tuple(value)
+        for read in lists["reads"]:
+            if read.startswith("{results_dir}") and read not in written:
+                raise DependencyError(
+                    f"{DEPENDENCIES}: {stem} reads {read}, which no earlier notebook writes; "
+                    f"list it under the writes of the notebook that produces it")
+        for w in lists["writes"]:
+            written.setdefault(w, stem)
+        deps[stem] = NotebookDeps(lists["reads"], lists["writes"])
+    return deps
+
+
+def _results_dir(path: Path, params: Mapping[str, Any]) -> str | None:
+    """The ``results_dir`` a notebook runs with: passed, else its own default."""
+    if "results_dir" in params:
+        return str(params["results_dir"])
+    import ast
+
+    default = declared_parameters(jupytext.read(path), name=str(path)).get("results_dir")
+    try:
+        return str(ast.literal_eval(default)) if default is not None else None
+    except (ValueError, SyntaxError):
+        return None
+
+
+def _resolve(template: str, results_dir: str | None, root: Path) -> Path:
+    if template.startswith("{results_dir}"):
+        if results_dir is None:
+            raise DependencyError(f"{DEPENDENCIES}: {template} needs the parameter results_dir, "
+                                  f"which neither the run nor the notebook sets to a literal")
+        return root / results_dir / template[len("{results_dir}/"):]
+    return root / template
+
+
+def _file_hash(path: Path) -> str | None:
+    """SHA-256 of a file's bytes; None when it does not exist."""
+    if not path.is_file():
+        return None
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def chain(root: str | Path = ".") -> list[Path]:
@@ -90,10 +215,41 @@ def check_parameters(notebooks: Sequence[Path], params: Mapping[str, Any]) -> di
     return {path: {k: params[k] for k in d if k in params} for path, d in declared.items()}
 
 
-def _key(source: str, params: Mapping[str, Any], upstream: str, fingerprint: str) -> str:
-    blob = json.dumps({"source": source, "params": params, "upstream": upstream,
-                       "library": fingerprint}, sort_keys=True, default=str)
+def _key_inputs(source: str, params: Mapping[str, Any], reads: Mapping[str, str | None],
+                fingerprint: str, lock: str | None) -> dict[str, Any]:
+    """What a notebook's cache key is made of (stored with the executed notebook, so a later
+    run can say which part changed)."""
+    return {"source": hashlib.sha256(source.encode()).hexdigest(),
+            "params": json.loads(json.dumps(params, sort_keys=True, default=str)),
+            "reads": dict(sorted(reads.items())), "library": fingerprint, "lock": lock}
+
+
+def _key(inputs: Mapping[str, Any]) -> str:
+    blob = json.dumps(inputs, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def _why(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> str:
+    """The parts of a cache key that changed, in words."""
+    if not old:
+        return "no cached result with a recorded key"
+    parts = []
+    if old.get("source") != new["source"]:
+        parts.append("its source changed")
+    before, after = old.get("params", {}), new["params"]
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    if changed:
+        parts.append("parameter(s) changed: " + ", ".join(changed))
+    reads_before, reads_after = old.get("reads", {}), new["reads"]
+    moved = sorted(k for k in set(reads_before) | set(reads_after)
+                   if reads_before.get(k) != reads_after.get(k))
+    if moved:
+        parts.append("input(s) changed: " + ", ".join(moved))
+    if old.get("library") != new["library"]:
+        parts.append("the topolip library changed")
+    if old.get("lock") != new["lock"]:
+        parts.append("requirements.lock changed")
+    return "; ".join(parts) or "its cache key changed"
 
 
 def _show_only_injected_parameters(nb) -> None:
@@ -118,6 +274,7 @@ def run_chain(
     only: Sequence[str] | None = None,
     force: bool = False,
     kernel_name: str = "python3",
+    dry_run: bool = False,
     log=print,
 ) -> list[NotebookRun]:
     """Execute the chain under ``root`` with ``params``; return one :class:`NotebookRun` each.
@@ -135,11 +292,17 @@ def run_chain(
         Execute even notebooks whose cache key is unchanged.
     kernel_name : str, default="python3"
         Jupyter kernel; jupyter_client starts it with the running interpreter.
+    dry_run : bool, default=False
+        Execute nothing: log, for each notebook, whether it would execute and why (a notebook
+        reading a file that an earlier one would rewrite counts as executing). The runs
+        returned have ``cached`` False for those that would execute, and the reason.
 
     Raises
     ------
     ParameterError
         Before anything runs, for a missing parameters cell or an unknown parameter.
+    DependencyError
+        Before anything runs, when ``notebooks/dependencies.yml`` disagrees with the chain.
     NotebookFailed
         (a ``papermill.PapermillExecutionError``) when a cell fails; the message names the
         notebook, the cell and the error. The executed part is left next to the output as
@@ -159,30 +322,59 @@ def run_chain(
             raise ParameterError(f"no notebook named {missing}; the chain: {sorted(names)}")
     params = validate_params(params, strict=False)  # the schema, before anything runs
     per_notebook = check_parameters(notebooks, params)
+    deps = load_dependencies(root, notebooks)
     fingerprint = library_fingerprint()
+    lock = _file_hash(root / LOCK_FILE)
     out_dir = root / BOOK_NOTEBOOKS
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if not dry_run:
+        out_dir.mkdir(parents=True, exist_ok=True)
     runs: list[NotebookRun] = []
     upstream = ""
+    rewrites: dict[Path, str] = {}  # dry run: files an earlier notebook would write, by whom
     for path in notebooks:
         nb_params = per_notebook[path]
         source = path.read_text()
-        key = _key(source, nb_params, upstream, fingerprint)
+        if deps is None:  # no declaration: a plain chain
+            reads = {"upstream": upstream or None}
+        else:
+            where = _results_dir(path, params)
+            files = {t: _resolve(t, where, root) for t in deps[path.stem].reads}
+            reads = {t: _file_hash(f) for t, f in files.items()}
+        inputs = _key_inputs(source, nb_params, reads, fingerprint, lock)
+        key = _key(inputs)
         upstream = key
         out = out_dir / f"{path.stem}.ipynb"
         if only and path.stem not in only:
             continue
-        if not force and out.exists():
+        done = {}
+        if out.exists():
             try:
                 done = nbformat.read(out, as_version=4).metadata.get("topolip", {})
             except Exception:  # unreadable output: execute again
                 done = {}
-            if done.get("cache_key") == key:
+        pending = ([f"{t} (rewritten by {rewrites[f]})" for t, f in files.items()
+                    if f in rewrites] if deps is not None and dry_run else [])
+        if not force and done.get("cache_key") == key and not pending:
+            if not dry_run:
                 out.with_suffix(".partial.ipynb").unlink(missing_ok=True)  # an old failure
-                log(f"[topolip] {path.stem}: unchanged, cached ({out.relative_to(root)})")
-                runs.append(NotebookRun(path.stem, out, True, 0.0))
-                continue
-        log(f"[topolip] {path.stem}: executing with {json.dumps(nb_params, default=str)}")
+            log(f"[topolip] {path.stem}: unchanged, cached ({out.relative_to(root)})")
+            runs.append(NotebookRun(path.stem, out, True, 0.0, "unchanged"))
+            continue
+        reason = ("--force" if force else "never executed" if not out.exists()
+                  else "input(s) an earlier notebook would rewrite: " + ", ".join(pending)
+                  if pending and done.get("cache_key") == key
+                  else _why(done.get("cache_inputs"), inputs))
+        if dry_run:
+            log(f"[topolip] {path.stem}: would execute ({reason})")
+            runs.append(NotebookRun(path.stem, out, False, 0.0, reason))
+            if deps is not None:
+                for t in deps[path.stem].writes:
+                    rewrites.setdefault(_resolve(t, where, root), path.stem)
+            else:
+                upstream = "pending"
+            continue
+        log(f"[topolip] {path.stem}: executing ({reason}) with "
+            f"{json.dumps(nb_params, default=str)}")
         nb = jupytext.read(path)
         nb.metadata["kernelspec"] = {"name": kernel_name, "display_name": "Python 3",
                                      "language": "python"}
@@ -204,12 +396,13 @@ def run_chain(
         snapshot.discard()
         seconds = time.perf_counter() - t0
         _show_only_injected_parameters(result)
-        result.metadata["topolip"] = {"cache_key": key, "seconds": round(seconds, 1),
+        result.metadata["topolip"] = {"cache_key": key, "cache_inputs": inputs,
+                                      "seconds": round(seconds, 1),
                                       "provenance": provenance(nb_params, root=root)}
         atomic_write_text(out, nbformat.writes(result))
         partial.unlink(missing_ok=True)
         log(f"[topolip] {path.stem}: done in {seconds:.0f} s -> {out.relative_to(root)}")
-        runs.append(NotebookRun(path.stem, out, False, seconds))
+        runs.append(NotebookRun(path.stem, out, False, seconds, reason))
     return runs
 
 

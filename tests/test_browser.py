@@ -1,0 +1,319 @@
+"""The built book in a headless browser, with the network off.
+
+Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them with apt-get) driven
+through the W3C WebDriver protocol that ``chromedriver`` serves over HTTP, with the standard
+library only (no browser or driver is downloaded at run time). The book is served from a local
+``http.server`` on 127.0.0.1; every other host is unreachable: the browser's proxy is a closed
+local port, so a page that needs the internet (a CDN) fails here as it would offline.
+
+For every page: it loads; every resource it requests exists (no 404); every image has loaded
+(``naturalWidth > 0``); the math has been typeset (no raw ``\\(`` or ``\\[`` left outside code);
+every internal link resolves (file and anchor); no cell output shows "Traceback" or an
+"...Error"; every figure with a ``fig-...`` id (``publish_figure``) shows its provenance line
+(its id and "regenerate:") in its caption. ``make browser-test`` runs it on ``_build/html`` (``make book`` first);
+``test_checker_flags_a_planted_broken_page`` shows that each check can fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = Path(os.environ.get("TOPOLIP_BOOK_HTML", ROOT / "_build" / "html"))
+REQUIRE = os.environ.get("TOPOLIP_REQUIRE_BROWSER") == "1"  # CI: fail instead of skipping
+
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage", "--window-size=1280,1024",
+    # network off: every host but the loopback goes to a closed port
+    "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=127.0.0.1;localhost",
+]
+
+
+def browser_binaries() -> tuple[str, str] | None:
+    """(chromium, chromedriver) on PATH, or None."""
+    browser = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
+                    if shutil.which(n)), None)
+    driver = shutil.which("chromedriver")
+    return (browser, driver) if browser and driver else None
+
+
+def _need_browser() -> tuple[str, str]:
+    found = browser_binaries()
+    if found is None:
+        message = ("chromium and chromedriver are not on PATH (Debian: apt-get install chromium "
+                   "chromium-driver; .ci/run installs them)")
+        if REQUIRE:
+            pytest.fail(message)
+        pytest.skip(message)
+    return found
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    missing: list[str]
+
+    def log_message(self, format, *args):  # noqa: A002 - the base class's signature
+        pass
+
+    def send_error(self, code, message=None, explain=None):
+        if code == 404:
+            self.missing.append(unquote(urlsplit(self.path).path))
+        super().send_error(code, message, explain)
+
+
+@contextlib.contextmanager
+def serve(directory: Path):
+    """Serve ``directory`` on 127.0.0.1 (a free port); yield (base URL, list of 404 paths)."""
+    missing: list[str] = []
+    handler = functools.partial(type("H", (_Handler,), {"missing": missing}),
+                                directory=str(directory))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/", missing
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Browser:
+    """A headless chromium session through chromedriver's W3C WebDriver HTTP API."""
+
+    def __init__(self, chromium: str, chromedriver: str):
+        self.port = _free_port()
+        self.profile = tempfile.mkdtemp(prefix="topolip-chromium-")
+        self.driver = subprocess.Popen([chromedriver, f"--port={self.port}"],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.base = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if self._call("GET", "/status")["ready"]:
+                    break
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            if time.monotonic() > deadline:
+                self.close()
+                raise RuntimeError("chromedriver did not start within 30 s")
+            time.sleep(0.2)
+        options = {"binary": chromium,
+                   "args": [*CHROMIUM_FLAGS, f"--user-data-dir={self.profile}"]}
+        caps = {"capabilities": {"alwaysMatch": {"browserName": "chrome",
+                                                 "goog:chromeOptions": options,
+                                                 "timeouts": {"script": 30000,
+                                                              "pageLoad": 30000}}}}
+        self.session = self._call("POST", "/session", caps)["sessionId"]
+
+    def _call(self, method: str, path: str, body: dict | None = None):
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.base + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never a proxy
+        try:
+            with opener.open(request, timeout=90) as response:
+                return json.loads(response.read())["value"]
+        except urllib.error.HTTPError as exc:
+            value = json.loads(exc.read()).get("value", {})
+            raise RuntimeError(f"WebDriver {path}: {value.get('error')}: "
+                               f"{value.get('message', '')[:300]}") from None
+
+    def get(self, url: str) -> None:
+        self._call("POST", f"/session/{self.session}/url", {"url": url})
+
+    def run_async(self, script: str):
+        return self._call("POST", f"/session/{self.session}/execute/async",
+                          {"script": script, "args": []})
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            if getattr(self, "session", None):
+                self._call("DELETE", f"/session/{self.session}")
+        self.driver.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.driver.wait(timeout=10)
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+#: Waits for MathJax (when the page has it) to finish typesetting, then reports what the
+#: checks need. Text inside pre, code, script, style and textarea is not prose.
+INSPECT = r"""
+const done = arguments[arguments.length - 1];
+function report() {
+  const skip = new Set(["PRE", "CODE", "SCRIPT", "STYLE", "TEXTAREA", "NOSCRIPT"]);
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const raw = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    let p = n.parentElement, inCode = false;
+    for (; p; p = p.parentElement) { if (skip.has(p.tagName)) { inCode = true; break; } }
+    if (!inCode && /\\\(|\\\[/.test(n.textContent)) raw.push(n.textContent.trim().slice(0, 80));
+  }
+  const outputs = Array.from(document.querySelectorAll(
+      ".cell_output, .output, div.stderr, .traceback")).map(e => e.innerText);
+  done({
+    ready: document.readyState,
+    images: Array.from(document.images).map(i => ({src: i.currentSrc || i.src,
+                                                  width: i.naturalWidth, done: i.complete})),
+    raw_math: raw,
+    outputs: outputs,
+    links: Array.from(document.querySelectorAll("a[href]")).map(a => a.href),
+    figures: Array.from(document.querySelectorAll("figure[id^='fig-']")).map(f => ({
+      id: f.id, caption: (f.querySelector("figcaption") || {innerText: ""}).innerText})),
+  });
+}
+function settle() {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    MathJax.startup.promise.then(report, report);
+  } else { report(); }
+}
+if (document.readyState === "complete") settle();
+else window.addEventListener("load", settle);
+"""
+
+ERROR_TEXT = re.compile(r"\bTraceback\b|\b[A-Z]\w*Error\b")
+
+
+def _anchor_exists(page: Path, fragment: str) -> bool:
+    text = page.read_text(errors="replace")
+    return bool(re.search(rf'\b(id|name)="{re.escape(fragment)}"', text))
+
+
+def check_site(html_dir: Path, browser: Browser, pages: list[Path] | None = None) -> dict:
+    """Open every page of ``html_dir`` (or ``pages``, relative to it) and list its problems.
+
+    Returns
+    -------
+    dict
+        ``{page (relative POSIX path): [problem, ...]}`` for every page checked; an empty list
+        means the page passed.
+    """
+    html_dir = Path(html_dir).resolve()
+    pages = pages or sorted(p.relative_to(html_dir) for p in html_dir.rglob("*.html")
+                            if "_static" not in p.parts and "_sources" not in p.parts)
+    problems: dict[str, list[str]] = {}
+    with serve(html_dir) as (base, missing):
+        for page in pages:
+            rel = Path(page).as_posix()
+            found: list[str] = []
+            missing.clear()
+            url = urljoin(base, rel)
+            try:
+                browser.get(url)
+                info = browser.run_async(INSPECT)
+            except RuntimeError as exc:
+                problems[rel] = [f"page did not load: {exc}"]
+                continue
+            if info["ready"] != "complete":
+                found.append(f"page did not finish loading ({info['ready']})")
+            for img in info["images"]:
+                if not img["done"] or img["width"] == 0:
+                    found.append(f"image not loaded: {img['src']}")
+            for text in info["raw_math"]:
+                found.append(f"math not typeset: {text!r}")
+            for text in info["outputs"]:
+                if m := ERROR_TEXT.search(text):
+                    found.append(f"error text in an output: {m.group(0)!r}")
+            for fig in info["figures"]:  # publish_figure's ids: a visible provenance line
+                if fig["id"] not in fig["caption"] or "regenerate:" not in fig["caption"]:
+                    found.append(f"figure {fig['id']} has no provenance line in its caption")
+            for path in sorted(set(missing) - {"/favicon.ico"}):  # the browser's own guess
+                found.append(f"missing resource (404): {path}")
+            for href in sorted(set(info["links"])):
+                parts = urlsplit(href)
+                if not href.startswith(base):
+                    continue
+                target = html_dir / unquote(parts.path)[1:]
+                if target.is_dir():
+                    target = target / "index.html"
+                if not target.is_file():
+                    found.append(f"broken internal link: {href[len(base):]}")
+                elif parts.fragment and target.suffix == ".html" and not _anchor_exists(
+                        target, unquote(parts.fragment)):
+                    found.append(f"broken anchor: {href[len(base):]}")
+            problems[rel] = found
+    return problems
+
+
+@pytest.fixture(scope="module")
+def browser():
+    chromium, driver = _need_browser()
+    b = Browser(chromium, driver)
+    yield b
+    b.close()
+
+
+PIXEL = bytes.fromhex(  # a 1x1 PNG
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f8cf00000301010018dd8db00000000049454e44ae426082")
+
+
+@pytest.mark.browser
+def test_checker_flags_a_planted_broken_page(tmp_path, browser):
+    (tmp_path / "dot.png").write_bytes(PIXEL)
+    (tmp_path / "good.html").write_text(
+        '<html><body><h1 id="top">Good</h1><img src="dot.png" alt="dot">'
+        '<p>Typeset: <span class="math">x</span>. Code may show <code>\\(x\\)</code>.</p>'
+        '<a href="good.html#top">top</a> <a href="https://example.org/">outside</a>'
+        '<figure id="fig-dot"><img src="dot.png" alt="dot"><figcaption>A dot. fig-dot · '
+        'profile quick · commit 1a2b3c4 · regenerate: topolip figure fig-dot</figcaption></figure>'
+        '<div class="cell_output"><pre>accuracy 0.98</pre></div></body></html>')
+    (tmp_path / "broken.html").write_text(
+        '<html><body><h1>Broken</h1><img src="missing.png" alt="gone">'
+        '<p>Raw: <span class="math notranslate nohighlight">\\(x^2\\)</span></p>'
+        '<a href="nowhere.html">dead</a> <a href="good.html#no-such-anchor">bad anchor</a>'
+        '<div class="cell_output"><pre>Traceback (most recent call last):\n'
+        'ValueError: boom</pre></div>'
+        '<figure id="fig-dot"><img src="dot.png" alt="dot"><figcaption>A dot.</figcaption>'
+        '</figure></body></html>')
+    result = check_site(tmp_path, browser)
+    assert result["good.html"] == []
+    broken = "\n".join(result["broken.html"])
+    assert "image not loaded: http://127.0.0.1:" in broken and "/missing.png" in broken
+    assert "missing resource (404): /missing.png" in broken
+    assert "math not typeset: '\\\\(x^2\\\\)'" in broken
+    assert "broken internal link: nowhere.html" in broken
+    assert "broken anchor: good.html#no-such-anchor" in broken
+    assert "error text in an output: 'Traceback'" in broken
+    assert "figure fig-dot has no provenance line in its caption" in broken
+    assert len(result["broken.html"]) == 7, broken
+
+
+@pytest.mark.browser
+def test_the_built_book_in_a_browser(request):
+    if "browser" not in (request.config.getoption("markexpr") or "") and not (
+            REQUIRE or "TOPOLIP_BOOK_HTML" in os.environ):
+        pytest.skip("checks whatever _build/html holds: run it on purpose, `make browser-test`")
+    if not (BOOK / "index.html").exists():
+        message = f"no built book at {BOOK}: run `make book` first (or set TOPOLIP_BOOK_HTML)"
+        if REQUIRE:
+            pytest.fail(message)
+        pytest.skip(message)
+    browser = request.getfixturevalue("browser")
+    result = check_site(BOOK, browser)
+    assert any(p.startswith("book/notebooks/") for p in result), "the notebook pages were checked"
+    bad = {page: found for page, found in result.items() if found}
+    assert not bad, "\n".join(f"{page}:\n  " + "\n  ".join(found) for page, found in bad.items())
