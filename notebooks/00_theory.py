@@ -355,7 +355,7 @@ _ = glue_number("theory-width", d, "{:d}")
 # Jacobian norm at random inputs, its estimate (dashed): (a) against the sequence length $n$,
 # one colour per token radius $R$, with a $\sqrt n$ guide (dotted); (b) against $R$; (c) against
 # the width $D$. Random layers (PyTorch's default initialisation), seed `theory_seed`; no data
-# set involved. {glue:text}`fig-theory-attention-provenance`
+# set involved. {glue:md}`fig-theory-attention-provenance`
 # ```
 #
 # As {numref}`fig-theory-attention` shows, the bound grows like $\sqrt n$ for moderate $n$
@@ -415,7 +415,7 @@ _ = publish_figure(plot_conv_scaling(conv_table), "fig-theory-conv", results_dir
 # the kernel size, the number of channels and the input side: the certified bound (Cholesky
 # test), the circular-embedding bound, the patch-counting bound, and the estimate (power
 # iteration). Random layers, seed `theory_seed`; no data set involved.
-# {glue:text}`fig-theory-conv-provenance`
+# {glue:md}`fig-theory-conv-provenance`
 # ```
 #
 # {numref}`fig-theory-conv`: the operator norm of one convolution does not grow with the input

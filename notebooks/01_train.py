@@ -111,7 +111,7 @@ _ = glue_number("train-seconds", models["train_seconds"].sum(), "{:.0f}")
 # Training loss (left) and training accuracy (right) against the epoch, for each architecture;
 # lines are means over the {glue:text}`n-seeds` seeds, bands one standard deviation (drawn only
 # with two seeds or more). Data: {glue:text}`train-data`.
-# {glue:text}`fig-train-curves-provenance`
+# {glue:md}`fig-train-curves-provenance`
 # ```
 #
 # {numref}`fig-train-curves` shows how training went. The run trained

@@ -130,7 +130,7 @@ glue_number("tl-n-robust", max(n_robust, n_points), "{}")
 # Scale-free displacement $\Delta_\ell/s_\ell$ at every probe point (solid; mean over seeds)
 # and the noise floor, the displacement between the clean batch and a disjoint clean batch of
 # the same size (dashed), per perturbation kind. Attention models in blue, convolution models
-# in orange. {glue:text}`fig-noise-floor-provenance`
+# in orange. {glue:md}`fig-noise-floor-provenance`
 # ```
 #
 # Over the {glue:text}`tl-n-models` trained models and {glue:text}`tl-n-kinds` perturbation

@@ -86,7 +86,7 @@ _ = glue_number("e2e-seed-spread", float((spread["max"] / spread["min"]).max()),
 # End-to-end scale-free ratio $\Delta^{\mathrm{sf}}_L/\Delta^{\mathrm{sf}}_0$ of every trained
 # model, per perturbation (log scale; dotted line: 1). Small points: one per seed; large
 # outlined points: the mean over seeds. Data: {glue:text}`01_train.ipynb::train-data:s`.
-# {glue:text}`fig-compare-end-to-end-provenance`
+# {glue:md}`fig-compare-end-to-end-provenance`
 # ```
 #
 # {numref}`fig-compare-end-to-end` compares the architectures by the primary measure. Ranked
@@ -103,7 +103,7 @@ _ = glue_number("e2e-seed-spread", float((spread["max"] / spread["min"]).max()),
 # Per-layer TopoLip $\Delta_\ell/\Delta_{\ell-1}$ against probe depth, raw (left) and
 # scale-free (right), one row per perturbation; lines are means over seeds, bands one standard
 # deviation (only with two seeds or more). Data: {glue:text}`01_train.ipynb::train-data:s`.
-# {glue:text}`fig-compare-by-layer-provenance`
+# {glue:md}`fig-compare-by-layer-provenance`
 # ```
 #
 # {numref}`fig-compare-by-layer` shows where the end-to-end ratio comes from: the layers that

@@ -129,7 +129,7 @@ glue_number("rb-n-seeds", len(seeds), "{}")
 #
 # Accuracy on each seed's batch of test images against the $L_\infty$ budget $\varepsilon$
 # (FGSM, PGD; pixel units) or the severity (corruptions). Lines: means over seeds; bands: one
-# standard deviation over seeds. {glue:text}`fig-robustness-curves-provenance`
+# standard deviation over seeds. {glue:md}`fig-robustness-curves-provenance`
 # ```
 #
 # At the largest budget, $\varepsilon =$ {glue:text}`rb-eps-max`, the mean accuracy under FGSM
@@ -146,7 +146,7 @@ glue_number("rb-n-seeds", len(seeds), "{}")
 # End-to-end scale-free TopoLip $\Delta^{\mathrm{sf}}_L/\Delta^{\mathrm{sf}}_0$ (log axis) against
 # the accuracy drop at the same perturbation, one point per trained model (architecture ×
 # seed), one panel per kind; titles give Kendall's $\tau$ within the kind.
-# {glue:text}`fig-topolip-vs-drop-provenance`
+# {glue:md}`fig-topolip-vs-drop-provenance`
 # ```
 #
 # Within a kind ({numref}`fig-topolip-vs-drop`), $\tau$ ranges from {glue:text}`rb-tau-range`

@@ -179,7 +179,7 @@ _ = glue_number("bounds-chain-tightest", growth["slack"].min())
 # point. Right: the measured bottleneck displacement $W_{\infty,\infty,\ell}$ (solid), the
 # measured envelope $2\varepsilon_\ell$ (dashed) and the chained bound
 # $2\prod_{j\le\ell}L_j\varepsilon_0$ with measured margins (dotted). Means over seeds; log
-# axes. Data: {glue:text}`bounds-data`. {glue:text}`fig-bounds-vs-measured-provenance`
+# axes. Data: {glue:text}`bounds-data`. {glue:md}`fig-bounds-vs-measured-provenance`
 # ```
 #
 # {numref}`fig-bounds-vs-measured` shows that on every one of the

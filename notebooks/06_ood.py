@@ -102,7 +102,7 @@ behaviour = read_table(tables / "ood_behaviour.csv")
 seeds = sorted(int(s) for s in models["seed"].unique())
 own = behaviour[behaviour["dataset"] == "in_distribution"].merge(models, on=["arch", "seed"])
 assert (own["accuracy"] - own["test_accuracy"]).abs().max() < 1e-12, "same test set as training"
-_ = publish_figure(plot_end_to_end(summary.rename(columns={"ood_set": "perturbation"})),
+_ = publish_figure(plot_end_to_end(summary, group="ood_set"),
                    "fig-ood-topolip", results_dir=results_dir, notebook="06_ood",
                    tables=("ood_topolip_summary.csv",), params=params, seeds=seeds)
 _ = publish_figure(plot_ood_behaviour(behaviour), "fig-ood-behaviour", results_dir=results_dir,
@@ -138,7 +138,7 @@ glue_number("ood-n-ood", n_ood, "{}")
 #
 # End-to-end scale-free TopoLip between each model's clean test batch and a batch of each OOD
 # set ({glue:text}`ood-n-points` images each; log axis, dotted line at 1). Small points: seeds;
-# large points: means. {glue:text}`fig-ood-topolip-provenance`
+# large points: means. {glue:md}`fig-ood-topolip-provenance`
 # ```
 #
 # Ordered from the smallest ratio (the network narrows the gap between the data sets most),
@@ -151,7 +151,7 @@ glue_number("ood-n-ood", n_ood, "{}")
 # What the models do on OOD data: mean max-softmax confidence per data set, and the AUROC of
 # that confidence for separating the test set from each OOD set ({glue:text}`ood-n-ood` images
 # per set; 0.5: no separation). Bars: means over seeds; ticks: one standard deviation.
-# {glue:text}`fig-ood-behaviour-provenance`
+# {glue:md}`fig-ood-behaviour-provenance`
 # ```
 #
 # By the AUROC of the max-softmax confidence ({numref}`fig-ood-behaviour`), from the worst

@@ -101,7 +101,7 @@ table = read_table(tables / "sweeps.csv")
 kind = next(iter(sweep_perturbations))
 shown = table[table["perturbation"] == kind]
 for arch in sweeps:
-    _ = publish_figure(plot_sweep(shown, arch, measures=("end_to_end", "end_to_end_scale_free")),
+    _ = publish_figure(plot_sweep(table, arch, measures=("end_to_end", "end_to_end_scale_free")),
                        f"fig-sweep-{arch.replace('_', '-')}", results_dir=results_dir,
                        notebook="07_sweeps", tables=("sweeps.csv",), params=params,
                        seeds=sweep_seeds)
@@ -136,7 +136,7 @@ glue_number("sw-ranges", "; ".join(f"{ARCH_LABELS.get(a, a)} {r['min']:.2f}–{r
 # ViT sweeps, one row per swept parameter: raw and scale-free end-to-end TopoLip
 # $\Delta_L/\Delta_0$ (log axes, dashed line at 1) and clean test accuracy, against the
 # parameter's value, the others at the base; the first kind of `sweep_perturbations`.
-# {glue:text}`fig-sweep-vit-provenance`
+# {glue:md}`fig-sweep-vit-provenance`
 # ```
 #
 # In {numref}`fig-sweep-vit` and the figures below, the sweeps trained {glue:text}`sw-n-models` distinct models for {glue:text}`sw-epochs`
@@ -150,7 +150,7 @@ glue_number("sw-ranges", "; ".join(f"{ARCH_LABELS.get(a, a)} {r['min']:.2f}–{r
 # :name: fig-sweep-resnet
 # :alt: ResNet sweeps: raw and scale-free end-to-end TopoLip and clean accuracy against width, stem kernel and blocks per stage.
 #
-# ResNet sweeps, as {numref}`fig-sweep-vit`. {glue:text}`fig-sweep-resnet-provenance`
+# ResNet sweeps, as {numref}`fig-sweep-vit`. {glue:md}`fig-sweep-resnet-provenance`
 # ```
 #
 # ```{glue:figure} fig-sweep-attention-stack
@@ -158,7 +158,7 @@ glue_number("sw-ranges", "; ".join(f"{ARCH_LABELS.get(a, a)} {r['min']:.2f}–{r
 # :alt: Attention-stack depth sweep: raw and scale-free end-to-end TopoLip and clean accuracy against depth.
 #
 # Attention-only stack, depth sweep, as {numref}`fig-sweep-vit`.
-# {glue:text}`fig-sweep-attention-stack-provenance`
+# {glue:md}`fig-sweep-attention-stack-provenance`
 # ```
 #
 # ```{glue:figure} fig-sweep-conv-stack
@@ -166,7 +166,7 @@ glue_number("sw-ranges", "; ".join(f"{ARCH_LABELS.get(a, a)} {r['min']:.2f}–{r
 # :alt: Convolution-stack depth sweep: raw and scale-free end-to-end TopoLip and clean accuracy against depth.
 #
 # Convolution-only stack, depth sweep, as {numref}`fig-sweep-vit`.
-# {glue:text}`fig-sweep-conv-stack-provenance`
+# {glue:md}`fig-sweep-conv-stack-provenance`
 # ```
 #
 # **Caveats.** Each sweep point is one short training run per seed of `sweep_seeds`: a trend

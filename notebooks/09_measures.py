@@ -109,7 +109,7 @@ glue_number("ms-n-population", population["model"].nunique(), "{}")
 #
 # Kendall $\tau$ between each measure (oriented) and the accuracy drop over the population of
 # models, per perturbation kind, with its 95% bootstrap interval over models; dotted line:
-# no association. {glue:text}`fig-measure-study-provenance`
+# no association. {glue:md}`fig-measure-study-provenance`
 # ```
 #
 # Over {glue:text}`ms-n-population` models, the end-to-end scale-free TopoLip has

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from .pipeline import ParameterError, build_book, chain, check_parameters, run_chain
-from .pipeline.params import describe_schema, load_params
+from .pipeline.params import describe_schema, load_params, load_profile
 from .pipeline.runner import NotebookFailed
 
 __all__ = ["main"]

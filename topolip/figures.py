@@ -272,7 +272,7 @@ def plot_training_curves(history: pd.DataFrame, *, profile_note: str | None = No
 
 @_styled
 def plot_end_to_end(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_free",
-                    label: str = "scale-free Δ$_L$ / Δ$_0$",
+                    label: str = "scale-free Δ$_L$ / Δ$_0$", group: str = "perturbation",
                     profile_note: str | None = None) -> plt.Figure:
     """The model-level TopoLip of every trained model, one column of points per perturbation.
 
@@ -285,6 +285,8 @@ def plot_end_to_end(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_f
         The column to plot (log scale; 1 = the model neither expands nor contracts).
     label : str
         Its axis label.
+    group : str, default="perturbation"
+        The column whose values are the columns of points (``"ood_set"`` for shifts).
     profile_note : str, optional
         The profile the data came from, written under the panel.
 
@@ -306,14 +308,14 @@ def plot_end_to_end(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_f
     'log'
     >>> plt.close(fig)
     """
-    _require(summary, ["arch", "perturbation", measure], "summary")
+    _require(summary, ["arch", group, measure], "summary")
     order = _order(summary["arch"])
-    kinds = list(dict.fromkeys(summary["perturbation"]))
+    kinds = list(dict.fromkeys(summary[group]))
     fig, ax = plt.subplots(figsize=(FIG_WIDTH, 3.4))
     width = 0.8 / max(len(order), 1)
     for k, kind in enumerate(kinds):
         for a, arch in enumerate(order):
-            vals = summary[(summary["perturbation"] == kind) & (summary["arch"] == arch)][measure]
+            vals = summary[(summary[group] == kind) & (summary["arch"] == arch)][measure]
             x = k - 0.4 + width * (a + 0.5)
             ax.scatter(np.full(len(vals), x), vals, s=18, color=ARCH_COLORS.get(arch, "0.3"),
                        alpha=0.6, marker=ARCH_MARKERS.get(arch, "o"), zorder=2)
@@ -477,6 +479,7 @@ def plot_topolip_vs_accuracy(table: pd.DataFrame, *, measure: str = "end_to_end_
 @_styled
 def plot_sweep(table: pd.DataFrame, arch: str, *,
                measures: tuple[str, str] = ("geometric_mean", "geometric_mean_scale_free"),
+               perturbation: str | None = None,
                profile_note: str | None = None) -> plt.Figure:
     """TopoLip (raw, scale-free) and clean accuracy against each swept parameter of ``arch``.
 
@@ -490,6 +493,8 @@ def plot_sweep(table: pd.DataFrame, arch: str, *,
         Which architecture's sweeps to draw: one row of panels per swept parameter.
     measures : tuple of 2 str
         TopoLip columns of the first two panels (log scale, dashed line at 1).
+    perturbation : str, optional
+        With rows for several perturbation kinds, draw this one (default: the first kind).
     profile_note : str, optional
         The profile the data came from, written under the panels.
 
@@ -516,6 +521,9 @@ def plot_sweep(table: pd.DataFrame, arch: str, *,
     """
     _require(table, ["arch", "parameter", "value", "value_numeric", "seed", "test_accuracy",
                      *measures], "table")
+    if "perturbation" in table and table["perturbation"].nunique() > 1:
+        kind = perturbation if perturbation is not None else table["perturbation"].iloc[0]
+        table = table[table["perturbation"] == kind]
     part = table[table["arch"] == arch]
     if part.empty:
         raise ValueError(f"no sweep rows for arch {arch!r}; the table has "

@@ -133,11 +133,14 @@ def _sha256_file(path: Path) -> str:
 
 
 def _relative_tables(tables: Sequence[str | Path], results_dir: Path) -> list[str]:
-    """Each table as a POSIX path relative to ``results_dir``; accepts paths given relative to
-    ``results_dir`` or to the working directory (``results/quick/tables/x.csv``)."""
+    """Each table as a POSIX path relative to ``results_dir``; accepts a bare table name
+    (``x.csv``, looked up in ``results_dir/tables``) or a path relative to ``results_dir`` or to
+    the working directory (``results/quick/tables/x.csv``)."""
     rel = []
     for t in tables:
         p = Path(t)
+        if len(p.parts) == 1 and (results_dir / "tables" / p).is_file():
+            p = results_dir / "tables" / p
         try:
             r = p.resolve().relative_to(results_dir.resolve())
         except ValueError:
@@ -400,22 +403,31 @@ def _plot(name: str, **kwargs) -> Callable[..., Any]:
 
 
 def _register_book_figures() -> None:
-    """The figures the notebooks draw from saved tables with :mod:`topolip.figures`."""
-    register_figure("fig-topolip-by-layer", _plot("plot_topolip_by_layer"),
-                    tables=["tables/topolip.csv"], notebook="03_compare")
-    register_figure("fig-robustness-curves", _plot("plot_accuracy_curves"),
-                    tables=["tables/robustness.csv"], notebook="04_robustness")
-    register_figure("fig-robust-topolip-by-layer", _plot("plot_topolip_by_layer"),
-                    tables=["tables/robust_topolip.csv"], notebook="04_robustness")
-    register_figure("fig-topolip-vs-accuracy", _plot("plot_topolip_vs_accuracy"),
-                    tables=["tables/topolip_vs_accuracy.csv"], notebook="04_robustness")
-    register_figure("fig-ood-topolip-by-layer", _plot("plot_topolip_by_layer", row="ood_set"),
-                    tables=["tables/ood_topolip.csv"], notebook="06_ood")
-    register_figure("fig-ood-behaviour", _plot("plot_ood_behaviour"),
-                    tables=["tables/ood_behaviour.csv"], notebook="06_ood")
+    """The figures the notebooks draw from saved tables with :mod:`topolip.figures`.
+
+    Not registered: the theory figures of 00_theory (drawn from random layers, no table) and
+    05's bounds figure (drawn from a join computed in the notebook)."""
+    t = "tables/{}.csv".format
+    for fig_id, name, table, notebook, kwargs in (
+        ("fig-train-curves", "plot_training_curves", "training", "01_train", {}),
+        ("fig-noise-floor", "plot_noise_floor", "topolip", "02_topolip", {}),
+        ("fig-compare-end-to-end", "plot_end_to_end", "topolip_summary", "03_compare", {}),
+        ("fig-compare-by-layer", "plot_topolip_by_layer", "topolip", "03_compare", {}),
+        ("fig-robustness-curves", "plot_accuracy_curves", "robustness", "04_robustness", {}),
+        ("fig-topolip-vs-drop", "plot_topolip_vs_accuracy", "topolip_summary", "04_robustness",
+         {}),
+        ("fig-ood-topolip", "plot_end_to_end", "ood_topolip_summary", "06_ood",
+         {"group": "ood_set"}),
+        ("fig-ood-behaviour", "plot_ood_behaviour", "ood_behaviour", "06_ood", {}),
+        ("fig-verdicts", "plot_verdicts", "verdicts", "08_verdict", {}),
+        ("fig-measure-study", "plot_measure_study", "measure_study", "09_measures", {}),
+    ):
+        register_figure(fig_id, _plot(name, **kwargs), tables=[t(table)], notebook=notebook)
     for arch in ("vit", "resnet", "attention_stack", "conv_stack"):
-        register_figure(f"fig-sweep-{arch.replace('_', '-')}", _plot("plot_sweep", arch=arch),
-                        tables=["tables/sweeps.csv"], notebook="07_sweeps")
+        register_figure(f"fig-sweep-{arch.replace('_', '-')}",
+                        _plot("plot_sweep", arch=arch,
+                              measures=("end_to_end", "end_to_end_scale_free")),
+                        tables=[t("sweeps")], notebook="07_sweeps")
 
 
 _register_book_figures()
