@@ -329,7 +329,7 @@ def test_ood_table_draws_by_set_without_strength(trained, data):
     ood = {"digits": load_ood_batches(["digits"], data, n=20)["digits"][0]}
     t = measure_ood(trained, data.x_test[:20], ood).assign(arch="resnet", seed=0)
     fig = plot_topolip_by_layer(t, row="ood_set")
-    assert fig.axes[0].get_title() == "digits: raw TopoLip"
+    assert fig.axes[0].get_title() == "digits: raw"
     plt.close(fig)
 
 

@@ -1,6 +1,7 @@
 """publish_figure: byte-stable PNG and SVG, a provenance sidecar, stable ids; redraw by id."""
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,7 +14,13 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from topolip.cli import main  # noqa: E402
-from topolip.pipeline import FIGURES, publish_figure, redraw_figure, register_figure  # noqa: E402
+from topolip.pipeline import (  # noqa: E402
+    FIGURES,
+    chain,
+    publish_figure,
+    redraw_figure,
+    register_figure,
+)
 from topolip.pipeline.figures_io import figure_provenance_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,15 +98,24 @@ def test_missing_table_is_an_error_naming_it(tmp_path):
 
 
 def test_registry_holds_the_book_figures_and_rejects_duplicates():
-    expected = {"fig-topolip-by-layer", "fig-robustness-curves", "fig-robust-topolip-by-layer",
-                "fig-topolip-vs-accuracy", "fig-ood-topolip-by-layer", "fig-ood-behaviour",
+    expected = {"fig-train-curves", "fig-noise-floor", "fig-compare-end-to-end",
+                "fig-compare-by-layer", "fig-robustness-curves", "fig-topolip-vs-drop",
+                "fig-ood-topolip", "fig-ood-behaviour", "fig-verdicts", "fig-measure-study",
                 "fig-sweep-vit", "fig-sweep-resnet", "fig-sweep-attention-stack",
                 "fig-sweep-conv-stack"}
     assert expected <= set(FIGURES)
+    # every figure a notebook publishes from saved tables is registered, and only those
+    published = set()
+    for path in chain(ROOT):
+        published |= set(re.findall(r'"(fig-[a-z0-9-]+)"', path.read_text()))
+        published |= {f"fig-sweep-{a}" for a in ("vit", "resnet", "attention-stack",
+                                                 "conv-stack") if path.stem == "07_sweeps"}
+    unregistered = {"fig-theory-attention", "fig-theory-conv", "fig-bounds-vs-measured"}
+    assert set(FIGURES) == published - unregistered
     assert FIGURES["fig-sweep-vit"].tables == ("tables/sweeps.csv",)
     assert FIGURES["fig-ood-behaviour"].notebook == "06_ood"
     with pytest.raises(ValueError, match="already registered.*03_compare"):
-        register_figure("fig-topolip-by-layer", _draw, tables=["tables/x.csv"], notebook="x")
+        register_figure("fig-compare-by-layer", _draw, tables=["tables/x.csv"], notebook="x")
     with pytest.raises(ValueError, match="tables must be paths relative to results_dir"):
         register_figure("fig-new-one", _draw, tables=[], notebook="x")
 

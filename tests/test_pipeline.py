@@ -254,7 +254,13 @@ def test_repository_declaration_matches_the_notebooks():
     assert deps["03_compare"].reads and not deps["07_sweeps"].reads
 
 
-def test_cli_dry_run_prints_what_would_run_and_why(tmp_path, capsys):
+def test_cli_dry_run_prints_what_would_run_and_why(tmp_path, capsys, monkeypatch):
+    import topolip.cli
+    from topolip.pipeline import load_profile
+
+    # the synthetic notebooks' parameters (pa..pe) are not in the project's schema
+    monkeypatch.setattr(topolip.cli, "load_params",
+                        lambda profile, overrides, root: (load_profile(profile, root=root), {}))
     root = synthetic_chain(tmp_path)
     (root / "data/profiles").mkdir(parents=True)
     (root / "data/profiles/quick.yml").write_text(
