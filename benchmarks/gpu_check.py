@@ -58,8 +58,10 @@ def main() -> None:
     n, m = paper["n_train"], 1000
     synthetic = ImageSplit(
         name="cifar-shaped-random",
-        x_train=torch.rand(n, 3, 32, 32, generator=g), y_train=torch.randint(0, 10, (n,), generator=g),
-        x_test=torch.rand(m, 3, 32, 32, generator=g), y_test=torch.randint(0, 10, (m,), generator=g),
+        x_train=torch.rand(n, 3, 32, 32, generator=g),
+        y_train=torch.randint(0, 10, (n,), generator=g),
+        x_test=torch.rand(m, 3, 32, 32, generator=g),
+        y_test=torch.randint(0, 10, (m,), generator=g),
     )
     total = 0.0
     for arch in paper["archs"]:

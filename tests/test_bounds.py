@@ -157,7 +157,11 @@ CONV_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
+def _case_id(case):
+    return "-".join(f"{k}{v}" for k, v in case.items())
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=_case_id)
 def test_conv_bound_against_dense_svd(case):
     torch.manual_seed(zlib.crc32(repr(case).encode()))
     conv = nn.Conv2d(case["cin"], case["cout"], case["k"], stride=case["stride"],
@@ -261,8 +265,11 @@ def test_estimate_never_exceeds_bound(name, make, inputs, seed):
     assert 0 < est <= bound * (1 + RTOL), (name, est, bound)
 
 
-@pytest.mark.parametrize("make,scale", [(lambda: nn.MultiheadAttention(8, 2, batch_first=True), 2.0),
-                                        (_encoder_block, 1.0), (lambda: nn.LayerNorm(8), 1.0)])
+@pytest.mark.parametrize("make,scale", [
+    (lambda: nn.MultiheadAttention(8, 2, batch_first=True), 2.0),
+    (_encoder_block, 1.0),
+    (lambda: nn.LayerNorm(8), 1.0),
+])
 def test_margin_bound_holds_for_pairs(make, scale):
     torch.manual_seed(3)
     module = make().eval()
@@ -435,7 +442,7 @@ def test_layer_bounds_without_pairs_and_errors(images):
 def test_a_wrong_bound_is_caught(monkeypatch, images):
     import topolip.bounds.segments as seg
 
-    monkeypatch.setattr(seg, "lipschitz_bound", lambda *a, **k: 1e-3)
+    monkeypatch.setattr(seg, "lipschitz_bound", lambda *_a, **_k: 1e-3)
     with pytest.raises(BoundViolation, match="exceeds"):
         layer_bounds(build_model("resnet", width=2), images[:3], n_iter=3)
 

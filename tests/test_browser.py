@@ -10,8 +10,8 @@ For every page: it loads; every resource it requests exists (no 404); every imag
 (``naturalWidth > 0``); the math has been typeset (no raw ``\\(`` or ``\\[`` left outside code);
 every internal link resolves (file and anchor); no cell output shows "Traceback" or an
 "...Error"; every figure with a ``fig-...`` id (``publish_figure``) shows its provenance line
-(its id and "regenerate:") in its caption. ``make browser-test`` runs it on ``_build/html`` (``make book`` first);
-``test_checker_flags_a_planted_broken_page`` shows that each check can fail.
+(its id and "regenerate:") in its caption. ``make browser-test`` runs it on ``_build/html``
+(``make book`` first); ``test_checker_flags_a_planted_broken_page`` shows that each check can fail.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def _need_browser() -> tuple[str, str]:
 class _Handler(SimpleHTTPRequestHandler):
     missing: list[str]
 
-    def log_message(self, format, *args):  # noqa: A002 - the base class's signature
+    def log_message(self, format, *args):
         pass
 
     def send_error(self, code, message=None, explain=None):

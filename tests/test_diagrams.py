@@ -127,7 +127,7 @@ def test_wide_cloud_warning_is_silenced_but_other_warnings_are_not(monkeypatch):
 def test_small_clouds_never_reach_ripser_with_two_points(monkeypatch):
     import ripser
 
-    def boom(*args, **kwargs):
+    def boom(*_args, **_kwargs):
         raise AssertionError("ripser must not be called for 2 points")
 
     monkeypatch.setattr(ripser, "ripser", boom)

@@ -384,7 +384,7 @@ def test_h0_monotone_matching_helper():
     y = np.array([1.1, 9.0])
     g = 0.5
     cprime = np.minimum(np.abs(x[:, None] - y) - g * x[:, None] - g * y, 0)
-    i, j = _h0.h0_matching(x, y, cprime)
+    i, j = _h0.h0_matching(cprime)
     assert i.tolist() == [0, 2] and j.tolist() == [0, 1]
 
 
@@ -403,7 +403,7 @@ def test_empty_and_one_sided_never_call_a_solver(monkeypatch):
     import scipy.optimize
     import scipy.sparse.csgraph
 
-    def boom(*args, **kwargs):
+    def boom(*_args, **_kwargs):
         raise AssertionError("a solver was called")
 
     monkeypatch.setattr(ot, "emd", boom)

@@ -44,7 +44,8 @@ def test_chain_and_book(tmp_path):
     decoy.write_text("# Decoy\n\nSee [missing](./nowhere.txt) and {cite}`no_such_key`.\n")
     params = apply_overrides(load_profile("quick", root=root), TINY)
     runs = run_chain(root, params, log=lambda _: None)
-    assert [r.name for r in runs] == [p.stem for p in sorted((ROOT / "notebooks").glob("[0-9]*.py"))]
+    notebooks = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
+    assert [r.name for r in runs] == [p.stem for p in notebooks]
     tables = root / "results/tiny/tables"
     topolip = pd.read_csv(tables / "topolip.csv")
     # one row per model, seed, perturbation and layer, with the envelope respected

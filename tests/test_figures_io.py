@@ -9,19 +9,19 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
 
-from topolip.cli import main  # noqa: E402
-from topolip.pipeline import (  # noqa: E402
+from topolip.cli import main
+from topolip.pipeline import (
     FIGURES,
     chain,
     publish_figure,
     redraw_figure,
     register_figure,
 )
-from topolip.pipeline.figures_io import figure_provenance_text  # noqa: E402
+from topolip.pipeline.figures_io import figure_provenance_text
 
 ROOT = Path(__file__).resolve().parents[1]
 

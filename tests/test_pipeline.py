@@ -260,7 +260,7 @@ def test_cli_dry_run_prints_what_would_run_and_why(tmp_path, capsys, monkeypatch
 
     # the synthetic notebooks' parameters (pa..pe) are not in the project's schema
     monkeypatch.setattr(topolip.cli, "load_params",
-                        lambda profile, overrides, root: (load_profile(profile, root=root), {}))
+                        lambda profile, _overrides, root: (load_profile(profile, root=root), {}))
     root = synthetic_chain(tmp_path)
     (root / "data/profiles").mkdir(parents=True)
     (root / "data/profiles/quick.yml").write_text(

@@ -51,10 +51,11 @@ import numpy as np
 __all__: list[str] = []
 
 
-def h0_matching(x: np.ndarray, y: np.ndarray, cprime: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Optimal monotone partial matching for sorted ``x`` (n,), ``y`` (m,).
+def h0_matching(cprime: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Optimal monotone partial matching of sorted points ``x`` (n,) and ``y`` (m,).
 
-    ``cprime`` is the ``(n, m)`` array :math:`\\min(0, |x_i-y_j|^p - g(x_i) - g(y_j))`.
+    ``cprime`` is the ``(n, m)`` array :math:`\\min(0, |x_i-y_j|^p - g(x_i) - g(y_j))`
+    (it alone determines the matching; the points are not needed).
     Returns the matched index arrays ``(i, j)`` (increasing).
     """
     n, m = cprime.shape

@@ -170,7 +170,8 @@ def pgd(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float, *,
     >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
     >>> x, y = torch.rand(5, 1, 2, 2), torch.tensor([0, 1, 2, 0, 1])
     >>> adv = pgd(model, x, y, eps=0.1, steps=5, seed=1)
-    >>> bool((adv - x).abs().max() <= 0.1 + 1e-6), bool(torch.equal(adv, pgd(model, x, y, 0.1, steps=5, seed=1)))
+    >>> again = pgd(model, x, y, 0.1, steps=5, seed=1)
+    >>> bool((adv - x).abs().max() <= 0.1 + 1e-6), bool(torch.equal(adv, again))
     (True, True)
     """
     eps = _check_eps(eps)
@@ -181,7 +182,9 @@ def pgd(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float, *,
         alpha = 2.5 * eps / steps
     elif isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not (
             math.isfinite(alpha) and alpha > 0):
-        raise ValueError(f"alpha (PGD step, pixel units) must be positive and finite, got {alpha!r}")
+        raise ValueError(
+            f"alpha (PGD step, pixel units) must be positive and finite, got {alpha!r}"
+        )
     _check_inputs(model, x, y)
     if eps == 0.0:
         return x.detach().clone()
@@ -229,7 +232,8 @@ def random_sign(x: torch.Tensor, eps: float, *, seed: int = 0) -> torch.Tensor:
     --------
     >>> x = torch.full((2, 1, 2, 2), 0.5)
     >>> d = random_sign(x, 0.1, seed=0) - x
-    >>> bool(torch.allclose(d.abs(), torch.tensor(0.1))), bool(torch.equal(d, random_sign(x, 0.1, seed=0) - x))
+    >>> again = random_sign(x, 0.1, seed=0) - x
+    >>> bool(torch.allclose(d.abs(), torch.tensor(0.1))), bool(torch.equal(d, again))
     (True, True)
     """
     eps = _check_eps(eps)

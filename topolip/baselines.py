@@ -65,6 +65,7 @@ def paired_displacement(clean, perturbed, *, reduce: str = "max", name: str = "c
     clean, perturbed : array_like of shape (m, d)
         Paired clouds.
     reduce : {"max", "mean"}
+        Reduction of the per-point displacements over the ``m`` points.
     name : str
         Used in error messages.
 
@@ -291,6 +292,7 @@ def spectral_norm_product(model) -> float:
     Parameters
     ----------
     model : torch.nn.Module
+        Any model; every Linear, Conv and MultiheadAttention weight counts.
 
     Returns
     -------
@@ -348,6 +350,7 @@ def logit_margin(model, x, y, *, batch_size: int = 512) -> float:
     y : torch.Tensor of shape (N,)
         True labels in ``0..K-1``.
     batch_size : int, default=512
+        Images per forward pass (memory only; the result does not depend on it).
 
     Returns
     -------

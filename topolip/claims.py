@@ -159,7 +159,9 @@ def family_comparisons(points: pd.DataFrame, measure: str, *, group_col: str = "
     claimed_sign : {-1, 1}
         -1 when the claim predicts a lower value for attention.
     alpha : float, default=0.05
+        ``1 − alpha`` intervals; the Holm-adjusted tests at level ``alpha``.
     n_boot : int, default=2000
+        Bootstrap resamples.
     claim : str
         The claim id written into each verdict.
     n_images_col : str, optional
@@ -274,11 +276,15 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
         One row per ``arch``, ``seed``, ``perturbation`` with ``measure``, the responses and
         ``control``.
     measure : str
+        The TopoLip column.
     responses : tuple of str
+        The robustness columns, each tested against ``measure``.
     control : str
+        The column partialled out (clean accuracy).
     n_resamples : int
         Permutations per test.
     seed : int
+        Seed of the permutations.
 
     Returns
     -------

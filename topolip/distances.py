@@ -175,7 +175,7 @@ def _finite_pow_h0(A, B, p, q, cap: float = math.inf) -> float:
     cprime -= gx[:, None]
     cprime -= gy[None, :]
     np.minimum(cprime, 0.0, out=cprime)
-    i, j = _h0.h0_matching(x, y, cprime)
+    i, j = _h0.h0_matching(cprime)
     del cprime
     free_x = np.ones(len(x), bool)
     free_x[i] = False
@@ -441,9 +441,9 @@ def wasserstein(a, b, p: float = 1.0, q: float = math.inf, *, method: str = "aut
     value 0, or drop the pairs of value 0 from an assignment). It is solved on
     the rows and columns that have a negative entry, by scipy's LAPJVsp
     (``min_weight_full_bipartite_matching``, on the negative entries only)
-    when few pairs are useful, else by ``linear_sum_assignment``; POT solves the equivalent transport problem with one
-    diagonal node per side. The reported value is re-summed from the optimal
-    matching's non-negative terms. For degree-0 diagrams (all births 0) the
+    when few pairs are useful, else by ``linear_sum_assignment``; POT solves the equivalent
+    transport problem with one diagonal node per side. The reported value is re-summed from
+    the optimal matching's non-negative terms. For degree-0 diagrams (all births 0) the
     optimal matching is monotone in the deaths and an O(n m) dynamic program
     is exact; see :mod:`topolip._h0` for the proof. Time and memory are
     O(n m) for the cost matrix; the assignment solver is superlinear in the
@@ -620,7 +620,7 @@ def _per_degree(dgms, name: str) -> dict[int, object]:
 def diagram_distance(
     dgms_a, dgms_b, p: float = 1.0, q: float = math.inf, degrees=None, *, method: str = "auto"
 ) -> float:
-    r"""Distance between the diagrams of several degrees, combined as on the method page (book/method.md).
+    r"""Distance between the diagrams of several degrees, combined as in book/method.md.
 
     Parameters
     ----------

@@ -418,8 +418,11 @@ def plot_topolip_vs_accuracy(table: pd.DataFrame, *, measure: str = "end_to_end_
     y : str, default="accuracy_drop"
         The robustness column (clean minus perturbed accuracy, in [-1, 1]).
     hue : str, default="arch"
+        The column that colours the points.
     ncols : int, default=4
+        Panels per row.
     profile_note : str, optional
+        The profile the data came from, written under the panels.
 
     Returns
     -------
@@ -516,7 +519,8 @@ def plot_sweep(table: pd.DataFrame, arch: str, *,
     ...                   "test_accuracy": [0.8, 0.9], "geometric_mean": [1.2, 1.1],
     ...                   "geometric_mean_scale_free": [0.9, 1.0]})
     >>> fig = plot_sweep(t, "vit"); [ax.get_title() for ax in fig.axes]
-    ['ViT, num layers: raw TopoLip', 'ViT, num layers: scale-free TopoLip', 'ViT, num layers: clean accuracy']
+    ['ViT, num layers: raw TopoLip', 'ViT, num layers: scale-free TopoLip',
+     'ViT, num layers: clean accuracy']
     >>> plt.close(fig)
     """
     _require(table, ["arch", "parameter", "value", "value_numeric", "seed", "test_accuracy",
@@ -910,6 +914,7 @@ def plot_measure_study(study: pd.DataFrame, *, profile_note: str | None = None) 
         From :func:`topolip.measure_study.measure_study` (``perturbation``, ``label``,
         ``kind``, ``tau``, ``tau_low``, ``tau_high``).
     profile_note : str, optional
+        The profile the data came from, written under the panels.
 
     Returns
     -------
@@ -966,6 +971,7 @@ def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) ->
         From :func:`topolip.claims.evaluate`; rows with a finite ``low`` and ``high`` and a
         ``comparison`` of the form ``"a vs b"`` are drawn.
     profile_note : str, optional
+        The profile the data came from, written under the panel.
 
     Returns
     -------

@@ -123,11 +123,13 @@ def measure_study(population: pd.DataFrame, sweeps: pd.DataFrame | None = None, 
     reference : str, default="end_to_end_scale_free"
         The measure every other is compared with.
     response : str, default="accuracy_drop"
+        The robustness column every measure is correlated with.
     alpha : float, default=0.05
         ``1 − alpha`` intervals.
     n_boot : int, default=2000
         Bootstrap resamples over models.
     seed : int, default=0
+        Seed of the bootstrap.
 
     Returns
     -------

@@ -298,6 +298,7 @@ def show_parameters(params: Mapping, *, caption: str = "Parameters of this run")
     params : mapping
         Parameter name to value; lists and mappings are written on one line.
     caption : str, default="Parameters of this run"
+        The caption above the table.
 
     Returns
     -------

@@ -84,9 +84,9 @@ def robustness_curves(
     -------
     pandas.DataFrame
         One row per kind and strength, in the given order: ``perturbation``, ``strength``
-        (float; severities are whole numbers), ``unit`` (``"eps"`` or ``"severity"``), ``n`` (images), ``accuracy`` (on the perturbed
-        images), ``accuracy_clean`` and ``accuracy_drop`` (clean minus perturbed; negative when
-        the perturbation helps).
+        (float; severities are whole numbers), ``unit`` (``"eps"`` or ``"severity"``), ``n``
+        (images), ``accuracy`` (on the perturbed images), ``accuracy_clean`` and
+        ``accuracy_drop`` (clean minus perturbed; negative when the perturbation helps).
 
     Raises
     ------
@@ -106,7 +106,8 @@ def robustness_curves(
     >>> x, y = torch.rand(9, 1, 2, 2), torch.arange(9) % 3
     >>> t = robustness_curves(model, x, y, {"fgsm": [0.0, 0.5], "contrast": [0, 5]})
     >>> t[["perturbation", "strength", "unit"]].values.tolist()
-    [['fgsm', 0.0, 'eps'], ['fgsm', 0.5, 'eps'], ['contrast', 0.0, 'severity'], ['contrast', 5.0, 'severity']]
+    [['fgsm', 0.0, 'eps'], ['fgsm', 0.5, 'eps'], ['contrast', 0.0, 'severity'],
+     ['contrast', 5.0, 'severity']]
     >>> clean = t[t["strength"] == 0]
     >>> bool((clean["accuracy"] == clean["accuracy_clean"]).all())
     True
@@ -326,7 +327,8 @@ def ood_auroc_resamples(model: nn.Module, x: torch.Tensor,
     >>> _ = torch.manual_seed(0)
     >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
     >>> x = torch.rand(6, 1, 2, 2)
-    >>> ood_auroc_resamples(model, x, {"same": (x, torch.arange(6))}, n_resamples=2)["dataset"].tolist()
+    >>> same = {"same": (x, torch.arange(6))}
+    >>> ood_auroc_resamples(model, x, same, n_resamples=2)["dataset"].tolist()
     ['same', 'same']
     """
     from sklearn.metrics import roc_auc_score

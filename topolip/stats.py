@@ -453,6 +453,7 @@ def stratified_permutation_kendall(x, y, strata, *, n_resamples: int = 4999,
     n_resamples : int, default=4999
         Random permutations.
     seed : int, default=0
+        Seed of the permutations.
 
     Returns
     -------

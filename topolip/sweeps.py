@@ -102,7 +102,8 @@ def sweep_points(arch: str, base: Mapping[str, Any], grid: Mapping[str, Sequence
     >>> sweep_points("vit", {}, {"patch_size": [5]}, d)
     Traceback (most recent call last):
     ...
-    ValueError: sweep point vit patch_size=5: vit: image_size=28 is not divisible by patch_size=5; choose a patch size that tiles the image
+    ValueError: sweep point vit patch_size=5: vit: image_size=28 is not divisible by
+    patch_size=5; choose a patch size that tiles the image
     """
     if not isinstance(grid, Mapping) or not grid:
         raise ValueError(f"grid must be a non-empty mapping {{parameter: [values]}}, got {grid!r}")

@@ -25,7 +25,9 @@ def as_batch(inputs, name: str = "inputs", *, min_ndim: int = 2) -> torch.Tensor
     if isinstance(inputs, np.ndarray):
         inputs = torch.from_numpy(np.ascontiguousarray(inputs))
     if not isinstance(inputs, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor or numpy array, got {type(inputs).__name__}")
+        raise TypeError(
+            f"{name} must be a torch.Tensor or numpy array, got {type(inputs).__name__}"
+        )
     if inputs.ndim < min_ndim:
         raise ValueError(
             f"{name} must be a batch of shape (m, ...) with at least {min_ndim} dimensions, "

@@ -297,6 +297,7 @@ def l2_attention_lipschitz(att: L2SelfAttention, n_tokens: int) -> float:
     Parameters
     ----------
     att : L2SelfAttention
+        The attention layer to bound.
     n_tokens : int
         ``N``, the sequence length.
 

@@ -187,7 +187,7 @@ def _certify_band(gram: scipy.sparse.csr_matrix, lam: float, frob_t2: float, ter
 
 
 def _band_estimate(p: dict) -> float:
-    """Entries of the banded storage of the smaller Gram matrix (zero padding), before forming it."""
+    """Entries of the banded storage of the smaller Gram matrix (zero padding), unformed."""
     cout, cin, kh, kw = p["kernel"].shape
     h, w = p["size"]
     (sh, sw), (dh, dw) = p["stride"], p["dilation"]
@@ -231,7 +231,8 @@ def _circular_bound(p: dict, max_fft_entries: float) -> float:
     # Real kernel: K̂(-ω) = conj K̂(ω) has the same singular values, so rfft2 suffices.
     spec = np.fft.rfft2(dil, s=(nh, nw), axes=(2, 3))  # (cout, cin, nh, nw//2+1)
     spec = spec.reshape(cout, cin, -1).transpose(2, 0, 1)
-    gram = spec.conj().transpose(0, 2, 1) @ spec if cin <= cout else spec @ spec.conj().transpose(0, 2, 1)
+    spec_h = spec.conj().transpose(0, 2, 1)
+    gram = spec_h @ spec if cin <= cout else spec @ spec_h
     top = np.linalg.eigvalsh(gram)[:, -1].max()
     return math.sqrt(max(float(top), 0.0)) * (1.0 + SVD_SAFETY)
 
@@ -378,6 +379,7 @@ def conv2d_lipschitz(conv: nn.Conv2d, input_size: tuple[int, int], **kwargs) -> 
     Parameters
     ----------
     conv : torch.nn.Conv2d
+        The convolution to bound (its weight, stride, padding, dilation and groups).
     input_size : tuple of int
         ``(H, W)`` in pixels.
     **kwargs
@@ -417,6 +419,7 @@ def conv2d_cheap_bound(conv: nn.Conv2d, input_size: tuple[int, int]) -> float:
     Parameters
     ----------
     conv : torch.nn.Conv2d
+        The convolution to bound.
     input_size : tuple of int
         ``(H, W)`` in pixels (it fixes ``m`` near the borders and for non-zero padding modes).
 

@@ -80,21 +80,21 @@ def _forward(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 
 @_register(nn.Linear)
-def _linear(module: nn.Linear, x: torch.Tensor, margin: float) -> float:
+def _linear(module: nn.Linear, x: torch.Tensor, _margin: float) -> float:
     if x.shape[-1] != module.in_features:
         raise shape_error(module, f"(m, ..., {module.in_features})", x)
     return spectral_norm(module.weight)
 
 
 @_register(nn.Conv2d)
-def _conv(module: nn.Conv2d, x: torch.Tensor, margin: float, out_scale=None) -> float:
+def _conv(module: nn.Conv2d, x: torch.Tensor, _margin: float, out_scale=None) -> float:
     if x.ndim != 4 or x.shape[1] != module.in_channels:
         raise shape_error(module, f"(m, {module.in_channels}, H, W)", x)
     return conv2d_lipschitz(module, tuple(x.shape[-2:]), out_scale=out_scale)
 
 
 @_register(nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
-def _batchnorm(module, x: torch.Tensor, margin: float) -> float:
+def _batchnorm(module, x: torch.Tensor, _margin: float) -> float:
     if x.ndim < 2 or x.shape[1] != module.num_features:
         raise shape_error(module, f"(m, {module.num_features}, ...)", x)
     return batchnorm_lipschitz(module)
@@ -106,19 +106,19 @@ def _layernorm(module: nn.LayerNorm, x: torch.Tensor, margin: float) -> float:
 
 
 @_register(*ELEMENTWISE_TYPES)
-def _elementwise(module, x: torch.Tensor, margin: float) -> float:
+def _elementwise(module, _x: torch.Tensor, _margin: float) -> float:
     return activation_lipschitz(module)
 
 
 @_register(nn.AvgPool2d, nn.AdaptiveAvgPool2d)
-def _avgpool(module, x: torch.Tensor, margin: float) -> float:
+def _avgpool(module, x: torch.Tensor, _margin: float) -> float:
     if x.ndim != 4:
         raise shape_error(module, "(m, C, H, W)", x)
     return avgpool_lipschitz(module, tuple(x.shape[-2:]))
 
 
 @_register(nn.MaxPool2d)
-def _maxpool(module, x: torch.Tensor, margin: float) -> float:
+def _maxpool(module, _x: torch.Tensor, _margin: float) -> float:
     return maxpool_lipschitz(module)
 
 
@@ -134,7 +134,7 @@ def _mha(module: nn.MultiheadAttention, x: torch.Tensor, margin: float) -> float
 
 
 @_register(L2SelfAttention)
-def _l2att(module: L2SelfAttention, x: torch.Tensor, margin: float) -> float:
+def _l2att(module: L2SelfAttention, x: torch.Tensor, _margin: float) -> float:
     if x.ndim != 3 or x.shape[-1] != module.embed_dim:
         raise shape_error(module, f"(m, n, {module.embed_dim})", x)
     return l2_attention_lipschitz(module, x.shape[1])
@@ -144,7 +144,7 @@ def _l2att(module: L2SelfAttention, x: torch.Tensor, margin: float) -> float:
 
 
 def _affine_bn(layer: nn.Module, bn: nn.Module, x: torch.Tensor) -> float:
-    """Bound of ``bn ∘ layer`` with the BatchNorm folded into the weights (tighter than a product)."""
+    """Bound of ``bn ∘ layer``, the BatchNorm folded into the weights (tighter than a product)."""
     scale = batchnorm_scale(bn)
     if isinstance(layer, nn.Conv2d):
         return _conv(layer, x, 0.0, out_scale=scale)
@@ -241,7 +241,7 @@ else:
         return _bound(module.attn, x, margin) * _bound(module.act, x, margin)
 
     @_register(TokenMean)
-    def _token_mean(module, x: torch.Tensor, margin: float) -> float:
+    def _token_mean(module, x: torch.Tensor, _margin: float) -> float:
         # ‖(1/T) Σ_t x_t‖ ≤ ‖X‖_F / √T, equality for equal tokens
         if x.ndim != 3:
             raise shape_error(module, "(m, T, D)", x)
@@ -322,7 +322,7 @@ def lipschitz_bound(module: nn.Module, inputs, *, margin: float = 0.0) -> float:
     >>> lipschitz_bound(nn.Softmax(dim=1), torch.randn(4, 2))
     Traceback (most recent call last):
     ...
-    TypeError: no Lipschitz bound for module type Softmax (torch.nn.modules.activation); supported: ...
+    TypeError: no Lipschitz bound for module type Softmax (torch.nn.modules.activation); ...
     """
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")

@@ -9,7 +9,9 @@ from torch import nn
 
 from ._checks import UNIT_ROUNDOFF, check_margin, shape_error
 
-__all__ = ["batchnorm_scale", "batchnorm_lipschitz", "layernorm_lipschitz", "layernorm_output_radius"]
+__all__ = [
+    "batchnorm_scale", "batchnorm_lipschitz", "layernorm_lipschitz", "layernorm_output_radius",
+]
 
 
 def batchnorm_scale(bn: nn.modules.batchnorm._BatchNorm) -> torch.Tensor:
@@ -60,6 +62,7 @@ def batchnorm_lipschitz(bn: nn.modules.batchnorm._BatchNorm) -> float:
     Parameters
     ----------
     bn : torch.nn.BatchNorm1d, BatchNorm2d or BatchNorm3d
+        In eval mode (its running statistics are used).
 
     Returns
     -------
@@ -101,6 +104,7 @@ def layernorm_lipschitz(ln: nn.LayerNorm, inputs: torch.Tensor, *, margin: float
     Parameters
     ----------
     ln : torch.nn.LayerNorm
+        The normalisation layer to bound.
     inputs : torch.Tensor of shape (m, ..., *normalized_shape)
         Observed inputs; every trailing block of ``normalized_shape`` is one token.
     margin : float, default=0.0
@@ -161,6 +165,7 @@ def layernorm_output_radius(ln: nn.LayerNorm) -> float:
     Parameters
     ----------
     ln : torch.nn.LayerNorm
+        The normalisation layer (its ``weight`` γ and ``bias`` β).
 
     Returns
     -------

@@ -18,6 +18,7 @@ def avgpool_lipschitz(pool: nn.Module, input_size: tuple[int, int]) -> float:
     Parameters
     ----------
     pool : torch.nn.AvgPool2d or torch.nn.AdaptiveAvgPool2d
+        The pooling layer (kernel, stride, padding, or the adaptive output size).
     input_size : tuple of int
         ``(H, W)`` in pixels.
 
@@ -71,6 +72,7 @@ def maxpool_lipschitz(pool: nn.MaxPool2d) -> float:
     Parameters
     ----------
     pool : torch.nn.MaxPool2d
+        The pooling layer (kernel, stride, padding, dilation).
 
     Returns
     -------

@@ -82,7 +82,8 @@ def model_segments(model: nn.Module) -> OrderedDict[str, nn.Module]:
     >>> from topolip.models import build_model
     >>> segs = model_segments(build_model("resnet", width=4))
     >>> {k: type(v).__name__ for k, v in segs.items()}
-    {'stem': 'Sequential', 'block1': 'BasicBlock', 'block2': 'BasicBlock', 'block3': 'BasicBlock', 'block4': 'BasicBlock', 'pool': 'AdaptiveAvgPool2d'}
+    {'stem': 'Sequential', 'block1': 'BasicBlock', 'block2': 'BasicBlock', 'block3': 'BasicBlock',
+     'block4': 'BasicBlock', 'pool': 'AdaptiveAvgPool2d'}
     """
     points = getattr(model, "probe_points", None)
     if not points:

@@ -48,7 +48,8 @@ def build_model(arch: str, **params) -> nn.Module:
     >>> build_model("vit", depth=3)
     Traceback (most recent call last):
     ...
-    ValueError: unknown parameter(s) ['depth'] for arch 'vit'; known: ['dropout', 'hidden_dim', 'image_size', 'in_channels', 'mlp_dim', 'num_classes', 'num_heads', 'num_layers', 'patch_size']
+    ValueError: unknown parameter(s) ['depth'] for arch 'vit'; known: ['dropout', 'hidden_dim',
+    'image_size', 'in_channels', 'mlp_dim', 'num_classes', 'num_heads', 'num_layers', 'patch_size']
     """
     if arch not in ARCHITECTURES:
         raise ValueError(f"unknown arch {arch!r}; known: {sorted(ARCHITECTURES)}")
@@ -56,5 +57,7 @@ def build_model(arch: str, **params) -> nn.Module:
     known = set(inspect.signature(builder).parameters)
     unknown = sorted(set(params) - known)
     if unknown:
-        raise ValueError(f"unknown parameter(s) {unknown} for arch {arch!r}; known: {sorted(known)}")
+        raise ValueError(
+            f"unknown parameter(s) {unknown} for arch {arch!r}; known: {sorted(known)}"
+        )
     return builder(**params)

@@ -170,11 +170,11 @@ def attention_stack(
     initialisation (Xavier attention maps, a ViT's position embedding of s.d. 0.02) the tokens are
     so small that the first attention is uniform and all tokens equal their mean after one layer;
     the default 4-layer stack then reached 28 % MNIST test accuracy after 5 epochs (2,000 digits,
-    Adam 1e-3, seed 0) against 81 % with the initialisation used here: position embedding N(0, 1), patch
-    projection and query/key/value maps LeCun normal (s.d. ``1/√fan_in``), output map He normal
-    (s.d. ``√(2/D)``), zero biases. Deep stacks still collapse and train poorly; that is part of
-    what the comparison measures. Dot-product self-attention has no global Lipschitz constant
-    (Kim et al. 2021).
+    Adam 1e-3, seed 0) against 81 % with the initialisation used here: position embedding
+    N(0, 1), patch projection and query/key/value maps LeCun normal (s.d. ``1/√fan_in``),
+    output map He normal (s.d. ``√(2/D)``), zero biases. Deep stacks still collapse and train
+    poorly; that is part of what the comparison measures. Dot-product self-attention has no
+    global Lipschitz constant (Kim et al. 2021).
 
     References
     ----------
@@ -288,7 +288,9 @@ def conv_stack(
     _check_positive_ints("conv_stack", in_channels=in_channels, num_layers=num_layers,
                          channels=channels, kernel_size=kernel_size, num_classes=num_classes)
     if kernel_size % 2 == 0:
-        raise ValueError(f"conv_stack: kernel_size must be odd for 'same' padding, got {kernel_size}")
+        raise ValueError(
+            f"conv_stack: kernel_size must be odd for 'same' padding, got {kernel_size}"
+        )
     _activation("conv_stack", activation)
     if strides is None:
         strides = [2 if i in (2, 4, 6) else 1 for i in range(1, num_layers + 1)]

@@ -65,7 +65,9 @@ def resnet(
     """
     blocks = tuple(int(b) for b in blocks)
     if len(blocks) != 4 or min(blocks) < 1:
-        raise ValueError(f"resnet: blocks must be 4 positive integers (one per stage), got {blocks}")
+        raise ValueError(
+            f"resnet: blocks must be 4 positive integers (one per stage), got {blocks}"
+        )
     if stem_kernel < 1 or stem_kernel % 2 == 0:
         raise ValueError(f"resnet: stem_kernel must be a positive odd integer, got {stem_kernel}")
     if width < 1 or in_channels < 1 or num_classes < 1:

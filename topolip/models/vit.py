@@ -3,7 +3,8 @@
 torchvision's class hard-codes 3 input channels in its patch embedding; :func:`vit` swaps in a
 patch embedding with ``in_channels`` channels, keeps everything else (pre-norm encoder blocks
 ``encoder.layers.encoder_layer_{i}``, class token, learned position embedding, final LayerNorm
-``encoder.ln``) and records the probe points of the book's introduction (book/intro.md) on the model.
+``encoder.ln``) and records the probe points of the book's introduction (book/intro.md) on the
+model.
 """
 
 from __future__ import annotations

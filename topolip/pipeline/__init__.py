@@ -11,6 +11,7 @@ from .runner import NotebookRun, chain, check_parameters, run_chain
 
 __all__ = [
     "FIGURES", "FigureSpec", "NotebookRun", "ParameterError", "apply_overrides", "build_book",
-    "chain", "check_parameters", "declared_parameters", "load_profile", "provenance", "publish_figure",
+    "chain", "check_parameters", "declared_parameters", "load_profile", "provenance",
+    "publish_figure",
     "read_table", "redraw_figure", "register_figure", "run_chain", "stage", "write_table",
 ]

@@ -187,8 +187,9 @@ def figure_provenance_text(sidecar: Mapping[str, Any]) -> str:
 
     Examples
     --------
-    >>> figure_provenance_text({"figure": "fig-a", "profile": "quick", "git_commit": "1a2b3c4d5e",
-    ...                         "git_dirty": False, "command": "topolip figure fig-a --profile quick"})
+    >>> figure_provenance_text({"figure": "fig-a", "profile": "quick",
+    ...                         "git_commit": "1a2b3c4d5e", "git_dirty": False,
+    ...                         "command": "topolip figure fig-a --profile quick"})
     'fig-a · profile quick · commit 1a2b3c4 · regenerate: topolip figure fig-a --profile quick'
     """
     commit = (sidecar.get("git_commit") or "unknown")[:7]

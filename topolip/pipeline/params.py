@@ -690,7 +690,8 @@ def validate_params(params: Mapping[str, Any], sources: Mapping[str, str] | None
     >>> validate_params({"epochs": "abc"}, {"epochs": "override 'epochs=abc'"})
     Traceback (most recent call last):
     ...
-    topolip.pipeline.params.ParameterError: parameter epochs = 'abc' (from override 'epochs=abc') is not allowed: expected an integer >= 1
+    topolip.pipeline.params.ParameterError: parameter epochs = 'abc' (from override 'epochs=abc')
+    is not allowed: expected an integer >= 1
     """
     out = {}
     for name, value in params.items():

@@ -51,7 +51,9 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def provenance(params: Mapping[str, Any] | None = None, *, root: str | Path = ".") -> dict[str, Any]:
+def provenance(
+    params: Mapping[str, Any] | None = None, *, root: str | Path = "."
+) -> dict[str, Any]:
     """What produced a result: git commit (and whether the tree was dirty), the library
     fingerprint, Python and package versions, and the parameters. No time stamp, so equal
     inputs give byte-equal sidecars."""

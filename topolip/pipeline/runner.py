@@ -70,7 +70,9 @@ class NotebookDeps:
     writes: tuple[str, ...]
 
 
-def load_dependencies(root: str | Path, notebooks: Sequence[Path]) -> dict[str, NotebookDeps] | None:
+def load_dependencies(
+    root: str | Path, notebooks: Sequence[Path]
+) -> dict[str, NotebookDeps] | None:
     """Read and check ``{root}/notebooks/dependencies.yml`` against the chain ``notebooks``.
 
     The file maps each notebook stem to ``{reads: [...], writes: [...]}``; a path
@@ -296,6 +298,8 @@ def run_chain(
         Execute nothing: log, for each notebook, whether it would execute and why (a notebook
         reading a file that an earlier one would rewrite counts as executing). The runs
         returned have ``cached`` False for those that would execute, and the reason.
+    log : callable, default=print
+        Called with one progress line (str) per notebook.
 
     Raises
     ------
