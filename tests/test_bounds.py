@@ -20,7 +20,6 @@ from topolip.bounds import (
     BoundViolation,
     L2SelfAttention,
     Residual,
-    ViTEmbedding,
     conv2d_norm_bounds,
     dot_product_attention_lipschitz,
     layer_bounds,
@@ -30,7 +29,7 @@ from topolip.bounds import (
     model_segments,
     supported_types,
 )
-from topolip.models import build_model, collect_activations
+from topolip.models import ViTEmbedding, build_model, collect_activations
 
 RTOL = 1e-6  # estimate <= bound * (1 + RTOL): float64 power iteration is exact to ~1e-12
 

@@ -7,6 +7,8 @@ data → models → activations → diagrams → distances → metric → tables
   interpreter, on ``sys.modules``); the diagram and distance code imports no model either;
 - the science modules (everything in ``topolip`` but ``topolip.pipeline`` and ``topolip.cli``)
   never import the pipeline or the CLI (checked statically on every import statement);
+- ``topolip.bounds`` does not know how the models are built: it imports no ``topolip.models``
+  (each model declares its own segments).
 """
 
 from __future__ import annotations
@@ -109,6 +111,13 @@ def test_science_modules_never_import_the_pipeline_or_cli(path):
     names = imported_modules(path.read_text(), _module_name(path),
                              is_package=path.name == "__init__.py")
     assert _depends_on(names, FORBIDDEN_IN_SCIENCE) == []
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "bounds").glob("*.py")), ids=_module_name)
+def test_bounds_import_no_model(path):
+    names = imported_modules(path.read_text(), _module_name(path),
+                             is_package=path.name == "__init__.py")
+    assert _depends_on(names, ("topolip.models",)) == []
 
 
 def test_the_static_check_catches_every_import_form():

@@ -76,3 +76,55 @@ def test_bad_inputs_raise_clear_errors(x):
         collect_activations(model, torch.zeros(1, 28, 28))
     with pytest.raises(ValueError, match="no probe_points"):
         collect_activations(nn.Linear(2, 2), x)
+
+
+def _legacy_resnet(*, in_channels=1, width=16, blocks=(1, 1, 1, 1), stem_kernel=3,
+                   num_classes=10):
+    """The former construction (up to the probe points): build torchvision's ImageNet ResNet,
+    then replace its stem and stages with torchvision's private ``_make_layer``. The oracle of
+    :func:`test_resnet_is_unchanged_by_the_rebuild`; nothing else uses it."""
+    from torchvision.models.resnet import BasicBlock, ResNet
+
+    model = ResNet(BasicBlock, list(blocks), num_classes=num_classes)
+    model.inplanes = width
+    model.conv1 = nn.Conv2d(in_channels, width, kernel_size=stem_kernel, stride=1,
+                            padding=stem_kernel // 2, bias=False)
+    model.bn1 = nn.BatchNorm2d(width)
+    model.maxpool = nn.Identity()
+    model.layer1 = model._make_layer(BasicBlock, width, blocks[0])
+    model.layer2 = model._make_layer(BasicBlock, 2 * width, blocks[1], stride=2)
+    model.layer3 = model._make_layer(BasicBlock, 4 * width, blocks[2], stride=2)
+    model.layer4 = model._make_layer(BasicBlock, 8 * width, blocks[3], stride=2)
+    model.fc = nn.Linear(8 * width, num_classes)
+    for m in model.modules():
+        if isinstance(m, nn.Conv2d):
+            nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+        elif isinstance(m, nn.BatchNorm2d):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.ReLU):
+            m.inplace = False
+    return model
+
+
+@pytest.mark.parametrize("params", [
+    {}, {"width": 4, "blocks": (2, 1, 1, 2), "stem_kernel": 5},
+    {"in_channels": 3, "width": 8, "num_classes": 7},
+])
+def test_resnet_is_unchanged_by_the_rebuild(params):
+    """Same seed, same state_dict (keys, shapes, values), same logits, same RNG state after."""
+    torch.manual_seed(123)
+    old = _legacy_resnet(**params).eval()
+    after_old = torch.random.get_rng_state()
+    torch.manual_seed(123)
+    new = build_model("resnet", **params).eval()
+    assert torch.equal(torch.random.get_rng_state(), after_old)
+    a, b = old.state_dict(), new.state_dict()
+    assert list(a) == list(b)
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+    g = torch.Generator().manual_seed(1)
+    x = torch.rand(3, params.get("in_channels", 1), 28, 28, generator=g)
+    with torch.no_grad():
+        assert torch.equal(old(x), new(x))
+    assert [n for n, _ in old.named_modules()] == [n for n, _ in new.named_modules()]

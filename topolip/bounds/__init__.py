@@ -24,7 +24,7 @@ from .attention import (
     l2_attention_lipschitz,
     mha_lipschitz,
 )
-from .blocks import Residual, ViTEmbedding
+from .blocks import Residual
 from .conv import ConvNormBounds, conv2d_cheap_bound, conv2d_lipschitz, conv2d_norm_bounds
 from .dispatch import lipschitz_bound, supported_types
 from .estimate import lipschitz_estimate
@@ -38,7 +38,6 @@ __all__ = [
     "GELU_LIPSCHITZ",
     "L2SelfAttention",
     "Residual",
-    "ViTEmbedding",
     "activation_lipschitz",
     "avgpool_lipschitz",
     "batchnorm_lipschitz",

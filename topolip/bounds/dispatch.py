@@ -3,7 +3,9 @@ r"""``lipschitz_bound(module, inputs)``: the bound of any supported module on ob
 Each supported module type has a handler ``(module, x, margin) -> float``; composite modules
 (``Sequential``, residual blocks, ViT encoder blocks) compose the handlers of their parts,
 computing each part's observed inputs by a forward pass and carrying the perturbation margin
-through (a part after a map of bound ``L`` sees perturbations ``L`` times larger).
+through (a part after a map of bound ``L`` sees perturbations ``L`` times larger). A module of
+a type bounds does not know (a model's own layer) declares its structure instead
+(``lipschitz_parts()`` or ``lipschitz_kind``); no model class is imported here.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from torchvision.models.vision_transformer import EncoderBlock
 from ._checks import as_batch, check_margin, module_device_dtype, shape_error, spectral_norm
 from .activations import ELEMENTWISE_TYPES, activation_lipschitz
 from .attention import L2SelfAttention, l2_attention_lipschitz, mha_lipschitz
-from .blocks import Residual, ViTEmbedding
+from .blocks import Residual
 from .conv import conv2d_lipschitz
 from .estimate import as_function
 from .norms import (
@@ -61,6 +63,11 @@ def _handler(module: nn.Module) -> Handler:
             if type(module).forward is not cls.forward:  # a subclass with its own forward
                 break
             return _HANDLERS[cls]
+    if callable(getattr(module, "lipschitz_parts", None)):
+        return _declared_parts
+    kind = getattr(module, "lipschitz_kind", None)
+    if isinstance(kind, str) and kind in DECLARED_KINDS:
+        return DECLARED_KINDS[kind]
     raise TypeError(
         f"no Lipschitz bound for module type {type(module).__name__} "
         f"({type(module).__module__}); supported: {', '.join(supported_types())}"
@@ -187,11 +194,6 @@ def _residual(module: Residual, x: torch.Tensor, margin: float) -> float:
     return 1.0 + _bound(module.branch, x, margin)
 
 
-@_register(ViTEmbedding)
-def _vit_embedding(module: ViTEmbedding, x: torch.Tensor, margin: float) -> float:
-    return _bound(module.conv_proj, x, margin)
-
-
 @_register(BasicBlock)
 def _basic_block(module: BasicBlock, x: torch.Tensor, margin: float) -> float:
     main, _ = _chain([module.conv1, module.bn1, module.relu, module.conv2, module.bn2], x, margin)
@@ -224,28 +226,28 @@ def _encoder_block(module: EncoderBlock, x: torch.Tensor, margin: float) -> floa
     return l_first * (1.0 + l_mlp * l_ln2)
 
 
-# --------------------------------------------------------------------------- plain stacks
+# --------------------------------------------------------------------------- declared modules
+# A module that bounds cannot know (a model's own layer) declares what it is made of; no model
+# class is imported here.
 
-try:  # topolip.models.plain (attention-only / convolution-only stacks), when present
-    from topolip.models.plain import AttentionLayer, PatchEmbedding, TokenMean
-except ImportError:  # pragma: no cover - the plain stacks are optional
-    AttentionLayer = PatchEmbedding = TokenMean = None
-else:
-    @_register(PatchEmbedding)
-    def _patch_embedding(module, x: torch.Tensor, margin: float) -> float:
-        # (N, C, H, W) -> conv -> permute -> + constant positions: Lip = ‖proj‖ on the image
-        return _bound(module.proj, x, margin)
 
-    @_register(AttentionLayer)
-    def _attention_layer(module, x: torch.Tensor, margin: float) -> float:
-        return _bound(module.attn, x, margin) * _bound(module.act, x, margin)
+def _declared_parts(module: nn.Module, x: torch.Tensor, margin: float) -> float:
+    """``module.lipschitz_parts()``: the map is their composition up to isometries and constant
+    shifts (a permutation of coordinates, an added constant), so its bound is their chain's."""
+    return _chain(list(module.lipschitz_parts()), x, margin)[0]
 
-    @_register(TokenMean)
-    def _token_mean(module, x: torch.Tensor, _margin: float) -> float:
-        # ‖(1/T) Σ_t x_t‖ ≤ ‖X‖_F / √T, equality for equal tokens
-        if x.ndim != 3:
-            raise shape_error(module, "(m, T, D)", x)
-        return 1.0 / math.sqrt(x.shape[1])
+
+def _token_mean(module: nn.Module, x: torch.Tensor, _margin: float) -> float:
+    # ‖(1/T) Σ_t x_t‖ ≤ ‖X‖_F / √T, equality for equal tokens
+    if x.ndim != 3:
+        raise shape_error(module, "(m, T, D)", x)
+    return 1.0 / math.sqrt(x.shape[1])
+
+
+#: Generic maps a module may declare itself to be with a class attribute ``lipschitz_kind``.
+DECLARED_KINDS: dict[str, Handler] = {
+    "token_mean": _token_mean,  # mean over the token axis, (m, T, D) -> (m, D)
+}
 
 
 # --------------------------------------------------------------------------- entry point
@@ -262,8 +264,11 @@ def lipschitz_bound(module: nn.Module, inputs, *, margin: float = 0.0) -> float:
         ``Identity``, ``Flatten``, average/max pooling, ``MultiheadAttention`` (self-attention,
         batch-first inputs), :class:`L2SelfAttention`, ``Sequential`` (including torchvision's
         ``MLP``/``MLPBlock``), :class:`Residual`, torchvision ``BasicBlock``/``Bottleneck`` and
-        ``EncoderBlock``, :class:`ViTEmbedding`. Evaluated in eval mode (the module's modes are
-        restored afterwards).
+        ``EncoderBlock``; and any module that declares its structure: a method
+        ``lipschitz_parts()`` returning the modules it composes, in order, up to isometries and
+        constant shifts (e.g. :class:`topolip.models.ViTEmbedding`), or a class attribute
+        ``lipschitz_kind`` naming one of :data:`DECLARED_KINDS` (``"token_mean"``). Evaluated
+        in eval mode (the module's modes are restored afterwards).
     inputs : torch.Tensor or ndarray of shape (m, ...)
         A batch of the module's inputs; the local bounds (LayerNorm, dot-product attention)
         use their statistics (smallest token deviation, largest token norm ``R``, token count

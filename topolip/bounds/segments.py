@@ -16,10 +16,8 @@ from collections import OrderedDict
 import pandas as pd
 import torch
 from torch import nn
-from torchvision.models import ResNet, VisionTransformer
 
 from ._checks import as_batch, module_device_dtype
-from .blocks import ViTEmbedding
 from .dispatch import lipschitz_bound
 from .estimate import lipschitz_estimate
 
@@ -31,27 +29,15 @@ class BoundViolation(RuntimeError):
 
 
 def _units(model: nn.Module) -> list[tuple[str, nn.Module]]:
-    """The model's forward pass as an ordered list of (submodule path, module) up to the last probe."""
-    if isinstance(model, VisionTransformer):
-        enc = model.encoder
-        return ([("encoder.dropout", ViTEmbedding(model))]
-                + [(f"encoder.layers.{name}", m) for name, m in enc.layers.named_children()]
-                + [("encoder.ln", enc.ln)])
-    if isinstance(model, ResNet):
-        units = [(name, getattr(model, name)) for name in ("conv1", "bn1", "relu", "maxpool")]
-        for stage in ("layer1", "layer2", "layer3", "layer4"):
-            units += [(f"{stage}.{name}", m)
-                      for name, m in getattr(model, stage).named_children()]
-        return units + [("avgpool", model.avgpool)]
-    if type(model).__name__ == "PlainStack" and hasattr(model, "layers"):
-        return ([("embed", model.embed)]
-                + [(f"layers.{name}", m) for name, m in model.layers.named_children()]
-                + [("pool", model.pool)])
-    raise ValueError(
-        f"no segment decomposition for {type(model).__name__}; supported: torchvision "
-        "VisionTransformer and ResNet built by topolip.models.build_model, and the plain stacks "
-        "of topolip.models.plain"
-    )
+    """The model's own declaration of its forward pass: ordered (submodule path, module)."""
+    declare = getattr(model, "forward_units", None)
+    if not callable(declare):
+        raise ValueError(
+            f"no segment decomposition for {type(model).__name__}: it declares no "
+            "forward_units() (the models built by topolip.models.build_model do: ViT, ResNet "
+            "and the plain stacks)"
+        )
+    return list(declare())
 
 
 def model_segments(model: nn.Module) -> OrderedDict[str, nn.Module]:
@@ -61,7 +47,9 @@ def model_segments(model: nn.Module) -> OrderedDict[str, nn.Module]:
     ----------
     model : torch.nn.Module
         Built by :func:`topolip.models.build_model` (``"vit"``, ``"resnet"``, and the plain
-        stacks ``"attention_stack"``/``"conv_stack"`` when available).
+        stacks ``"attention_stack"``/``"conv_stack"``): any model with ``probe_points`` and a
+        method ``forward_units()`` returning its forward pass as ordered ``(submodule path,
+        module)`` pairs, every probe path among them.
 
     Returns
     -------
@@ -69,13 +57,13 @@ def model_segments(model: nn.Module) -> OrderedDict[str, nn.Module]:
         ``{label: segment}`` for every probe label after ``"input"``; a segment is the module
         itself when one module lies between the probes, else an ``nn.Sequential`` of the modules
         in forward order (sharing the model's weights). Chaining them reproduces the probes'
-        activations. The ViT embedding segment is a :class:`ViTEmbedding`.
+        activations. The ViT embedding segment is a :class:`topolip.models.ViTEmbedding`.
 
     Raises
     ------
     ValueError
-        If the model has no probe points, is of an unsupported class, or a probe path is not
-        on its forward path.
+        If the model has no probe points, declares no ``forward_units()``, or a probe path is
+        not on its forward path.
 
     Examples
     --------

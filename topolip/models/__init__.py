@@ -1,7 +1,9 @@
 """Models whose layers TopoLip probes: small ViT and ResNet (torchvision classes) and plain stacks.
 
 :func:`build_model` is the one entry point used by the notebooks and the pipeline; each builder
-records ``model.probe_points`` (ordered ``{label: submodule path}``) and ``model.arch``.
+records ``model.probe_points`` (ordered ``{label: submodule path}``) and ``model.arch``, and each
+model class declares its forward pass as ordered ``(submodule path, module)`` pairs
+(``forward_units()``), which :func:`topolip.bounds.model_segments` cuts at the probe points.
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ from torch import nn
 
 from .plain import attention_stack, conv_stack
 from .probes import collect_activations, probe_labels
-from .resnet import resnet
-from .vit import vit
+from .resnet import SmallResNet, resnet
+from .vit import SmallViT, ViTEmbedding, vit
 
 __all__ = [
-    "ARCHITECTURES", "attention_stack", "build_model", "collect_activations", "conv_stack",
-    "probe_labels", "resnet", "vit",
+    "ARCHITECTURES", "SmallResNet", "SmallViT", "ViTEmbedding", "attention_stack", "build_model",
+    "collect_activations", "conv_stack", "probe_labels", "resnet", "vit",
 ]
 
 ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {

@@ -66,6 +66,10 @@ class PatchEmbedding(nn.Module):
         x = x.flatten(2).transpose(1, 2)  # (N, T, D), tokens in row-major patch order
         return x + self.pos_embedding
 
+    def lipschitz_parts(self) -> list[nn.Module]:
+        """``proj``: the rest (a permutation, a constant shift) is an isometry."""
+        return [self.proj]
+
 
 class AttentionLayer(nn.Module):
     """``x ↦ σ(MHA(x, x, x))`` on tokens ``(N, T, D) -> (N, T, D)``: no skip, no norm, no MLP."""
@@ -85,9 +89,15 @@ class AttentionLayer(nn.Module):
         out, _ = self.attn(x, x, x, need_weights=False)
         return self.act(out)
 
+    def lipschitz_parts(self) -> list[nn.Module]:
+        """Self-attention, then the activation."""
+        return [self.attn, self.act]
+
 
 class TokenMean(nn.Module):
     """Mean over tokens, ``(N, T, D) -> (N, D)``."""
+
+    lipschitz_kind = "token_mean"  # bounded by topolip.bounds as a mean over axis 1
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x.mean(dim=1)
@@ -111,6 +121,12 @@ class PlainStack(nn.Module):
         x = self.layers(x)
         x = self.pool(x)
         return self.head(x.flatten(1))
+
+    def forward_units(self) -> list[tuple[str, nn.Module]]:
+        """The forward pass as ordered ``(submodule path, module)`` pairs, up to ``pool``."""
+        return ([("embed", self.embed)]
+                + [(f"layers.{name}", m) for name, m in self.layers.named_children()]
+                + [("pool", self.pool)])
 
 
 def attention_stack(

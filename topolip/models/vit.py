@@ -11,11 +11,77 @@ from __future__ import annotations
 
 import math
 
-import torch  # noqa: F401  (the doctests use it)
+import torch
 from torch import nn
 from torchvision.models import VisionTransformer
 
-__all__ = ["vit"]
+__all__ = ["SmallViT", "ViTEmbedding", "vit"]
+
+
+class ViTEmbedding(nn.Module):
+    """The embedding segment of a torchvision ViT: image ``(m, C, H, W)`` to tokens.
+
+    Shares (does not copy) ``conv_proj``, ``class_token``, ``encoder.pos_embedding`` and
+    ``encoder.dropout`` of ``vit``; its output is what the ``embed`` probe (``encoder.dropout``)
+    records, of shape ``(m, n_patches + 1, hidden_dim)``, class token first.
+
+    Parameters
+    ----------
+    vit : torchvision.models.VisionTransformer
+        The model whose embedding this is (its weights are shared, not copied).
+
+    Notes
+    -----
+    The map is ``x ↦ dropout(cat(c, P(conv_proj(x))) + E)`` with ``P`` a permutation of
+    coordinates, ``c`` and ``E`` constants: an affine map whose Lipschitz constant is that of
+    ``conv_proj`` on the image (dropout is the identity in eval mode). It declares so with
+    :meth:`lipschitz_parts`.
+
+    Examples
+    --------
+    >>> model = vit(num_layers=1, hidden_dim=8, mlp_dim=8, num_heads=2)
+    >>> ViTEmbedding(model)(torch.zeros(2, 1, 28, 28)).shape
+    torch.Size([2, 17, 8])
+    """
+
+    def __init__(self, vit: VisionTransformer):
+        super().__init__()
+        if not isinstance(vit, VisionTransformer):
+            raise TypeError(f"expected a torchvision VisionTransformer, got {type(vit).__name__}")
+        self.conv_proj = vit.conv_proj
+        self.class_token = vit.class_token
+        self.pos_embedding = vit.encoder.pos_embedding
+        self.dropout = vit.encoder.dropout
+        self.hidden_dim = vit.hidden_dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Embed images ``(m, C, H, W)`` into tokens ``(m, n_patches + 1, hidden_dim)``."""
+        m = x.shape[0]
+        y = self.conv_proj(x)                                   # (m, hidden, n_h, n_w)
+        y = y.reshape(m, self.hidden_dim, -1).permute(0, 2, 1)  # (m, n_h·n_w, hidden)
+        y = torch.cat([self.class_token.expand(m, -1, -1), y], dim=1)
+        return self.dropout(y + self.pos_embedding)
+
+    def lipschitz_parts(self) -> list[nn.Module]:
+        """The non-isometric part of the map, for :func:`topolip.bounds.lipschitz_bound`."""
+        return [self.conv_proj]
+
+
+class SmallViT(VisionTransformer):
+    """torchvision's VisionTransformer (same forward, same ``state_dict``) that names its own
+    forward units for :func:`topolip.bounds.model_segments`; built by :func:`vit`."""
+
+    def forward_units(self) -> list[tuple[str, nn.Module]]:
+        """The forward pass as ordered ``(submodule path, module)`` pairs, up to ``encoder.ln``.
+
+        The embedding (patch projection, class token, positions: no submodule of its own) is
+        the :class:`ViTEmbedding` unit at path ``encoder.dropout``; then the encoder blocks and
+        the final LayerNorm. Every probe point is one of the paths.
+        """
+        enc = self.encoder
+        return ([("encoder.dropout", ViTEmbedding(self))]
+                + [(f"encoder.layers.{name}", m) for name, m in enc.layers.named_children()]
+                + [("encoder.ln", enc.ln)])
 
 
 def vit(
@@ -29,7 +95,7 @@ def vit(
     mlp_dim: int = 128,
     num_classes: int = 10,
     dropout: float = 0.0,
-) -> VisionTransformer:
+) -> SmallViT:
     """Build a small ViT for ``(N, in_channels, image_size, image_size)`` images in [0, 1].
 
     Parameters
@@ -51,10 +117,10 @@ def vit(
 
     Returns
     -------
-    torchvision.models.VisionTransformer
-        With attribute ``probe_points``: ordered ``{label: submodule path}`` of the probed layers
-        (``embed``, ``block1`` .. ``block{num_layers}``, ``final_norm``); the input is the
-        implicit first probe point.
+    SmallViT
+        A torchvision ``VisionTransformer`` with attribute ``probe_points``: ordered
+        ``{label: submodule path}`` of the probed layers (``embed``, ``block1`` ..
+        ``block{num_layers}``, ``final_norm``); the input is the implicit first probe point.
 
     Raises
     ------
@@ -83,7 +149,7 @@ def vit(
         raise ValueError(
             f"vit: hidden_dim={hidden_dim} is not divisible by num_heads={num_heads}"
         )
-    model = VisionTransformer(
+    model = SmallViT(
         image_size=image_size, patch_size=patch_size, num_layers=num_layers,
         num_heads=num_heads, hidden_dim=hidden_dim, mlp_dim=mlp_dim, dropout=dropout,
         attention_dropout=dropout, num_classes=num_classes,
