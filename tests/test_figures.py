@@ -88,6 +88,16 @@ def test_end_to_end_figure_puts_the_mean_over_seeds():
 
 
 def test_log_axis_labels_use_powers_of_ten_for_wide_ranges():
-    fmt = figures._PlainLogFormatter(labelOnlyBase=False)
-    assert fmt._num_to_string(1e8, 1, 1e9) == "$10^{8}$"
-    assert fmt._num_to_string(0.5, 0.1, 1) == "0.5"
+    assert figures._plain_log_label(1e8) == "$10^{8}$"
+    assert figures._plain_log_label(0.5) == "0.5"
+    fig, ax = plt.subplots()
+    try:
+        ax.set_ylim(1, 1e9)
+        figures._log_axis(ax)
+        ax.set_ylim(1, 1e9)
+        fmt = ax.yaxis.get_major_formatter()
+        assert fmt(1e8) == "$10^{8}$" and fmt(10.0) == "10"
+        ax.set_ylim(0.1, 1)  # one decade: minor ticks labelled too, as plain numbers
+        assert ax.yaxis.get_minor_formatter()(0.5) == "0.5"
+    finally:
+        plt.close(fig)

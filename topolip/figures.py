@@ -196,16 +196,22 @@ def _figure_legend(fig: plt.Figure, ax: plt.Axes, *, ncol: int | None = None) ->
                ncol=ncol or min(len(labels), 4), bbox_to_anchor=(0.5, 1.0))
 
 
-class _PlainLogFormatter(mticker.LogFormatter):
-    """matplotlib's log-axis label policy, with plain numbers (0.6, 2, 10) as labels."""
+def _plain_log_label(x: float) -> str:
+    """A log-axis tick label as a plain number (0.6, 2, 10); a power of ten outside 1e-3..1e5."""
+    if x > 0 and not 1e-3 <= x < 1e5:
+        exponent = np.log10(x)
+        if np.isclose(exponent, round(exponent)):
+            return f"$10^{{{round(exponent)}}}$"
+        return f"{x:.0e}"
+    return f"{x:g}"
 
-    def _num_to_string(self, x, vmin, vmax):  # noqa: ARG002 - matplotlib's signature
-        if x > 0 and not 1e-3 <= x < 1e5:
-            exponent = np.log10(x)
-            if np.isclose(exponent, round(exponent)):
-                return f"$10^{{{round(exponent)}}}$"
-            return f"{x:.0e}"
-        return f"{x:g}"
+
+class _PlainLogFormatter(mticker.LogFormatter):
+    """matplotlib's log-axis label policy (which ticks get a label), with
+    :func:`_plain_log_label` as the label (public ``__call__`` only)."""
+
+    def __call__(self, x, pos=None):
+        return self.fix_minus(_plain_log_label(x)) if super().__call__(x, pos) else ""
 
 
 def _log_axis(ax: plt.Axes, axis: str = "y") -> None:

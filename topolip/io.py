@@ -1,4 +1,5 @@
-"""Atomic writes: a reader (or an interrupted run) never sees a half-written file."""
+"""Atomic writes (a reader, or an interrupted run, never sees a half-written file) and the plain
+JSON form of a value (:func:`json_plain`)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,42 @@ import io
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_json", "atomic_write_text"]
+__all__ = [
+    "atomic_write", "atomic_write_bytes", "atomic_write_json", "atomic_write_text", "json_plain",
+]
+
+
+def json_plain(obj: Any) -> Any:
+    """``obj`` as it reads back from JSON: tuples to lists and mapping keys to ``str``, recursively.
+
+    Specs and parameters compare and hash the same before and after a JSON round trip.
+
+    Parameters
+    ----------
+    obj : Any
+        A value built of mappings, lists, tuples and scalars; other values are returned as they
+        are.
+
+    Returns
+    -------
+    Any
+        The same structure with every mapping a ``dict`` with ``str`` keys and every tuple a
+        list.
+
+    Examples
+    --------
+    >>> json_plain({"blocks": (1, 2), 3: [(4,)]})
+    {'blocks': [1, 2], '3': [[4]]}
+    """
+    if isinstance(obj, Mapping):
+        return {str(k): json_plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_plain(v) for v in obj]
+    return obj
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[io.BufferedWriter], Any]) -> Path:

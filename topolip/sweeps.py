@@ -30,8 +30,9 @@ import torch
 from .attacks import PERTURBATIONS
 from .data import ImageSplit
 from .experiments import measure_model
+from .io import json_plain
 from .metric import DistanceSpec
-from .train import ModelSpec, TrainConfig, _plain, checkpoint_path, fit, spec_for
+from .train import ModelSpec, TrainConfig, checkpoint_path, fit, spec_for
 
 __all__ = ["SweepPoint", "run_sweep", "sweep_points"]
 
@@ -107,13 +108,13 @@ def sweep_points(arch: str, base: Mapping[str, Any], grid: Mapping[str, Sequence
     """
     if not isinstance(grid, Mapping) or not grid:
         raise ValueError(f"grid must be a non-empty mapping {{parameter: [values]}}, got {grid!r}")
-    base = {k: _plain(v) for k, v in dict(base).items()}
+    base = {k: json_plain(v) for k, v in dict(base).items()}
     points = []
     for parameter, values in grid.items():
         if isinstance(values, str | bytes) or not isinstance(values, Sequence) or not values:
             raise ValueError(f"grid[{parameter!r}] must be a non-empty list of values, "
                              f"got {values!r}")
-        values = [_plain(v) for v in values]
+        values = [json_plain(v) for v in values]
         if len({json.dumps(v) for v in values}) != len(values):
             raise ValueError(f"grid[{parameter!r}] repeats a value: {values}")
         for value in values:

@@ -170,7 +170,7 @@ def mha_weights(mha: nn.MultiheadAttention) -> dict[str, torch.Tensor]:
     if mha.bias_k is not None or mha.add_zero_attn:
         raise ValueError("MultiheadAttention with add_bias_kv or add_zero_attn is not supported")
     d = mha.embed_dim
-    if mha._qkv_same_embed_dim:
+    if mha.in_proj_weight is not None:  # one packed (3d, d) projection: kdim = vdim = d
         w = _f64(mha.in_proj_weight)
         w_q, w_k, w_v = w[:d], w[d:2 * d], w[2 * d:]
     else:
