@@ -17,30 +17,46 @@ The formulas, derivations and sources are in the docstrings of the per-concept m
 the theory notebook ``notebooks/00_theory.py``.
 """
 
-from .activations import GELU_LIPSCHITZ, activation_lipschitz
+from .activations import (
+    GELU_LIPSCHITZ,
+    GELU_TANH_LIPSCHITZ,
+    SILU_LIPSCHITZ,
+    activation_lipschitz,
+)
 from .attention import (
     L2SelfAttention,
     dot_product_attention_lipschitz,
     l2_attention_lipschitz,
     mha_lipschitz,
+    mha_weights,
 )
 from .blocks import Residual
 from .conv import ConvNormBounds, conv2d_cheap_bound, conv2d_lipschitz, conv2d_norm_bounds
-from .dispatch import lipschitz_bound, supported_types
-from .estimate import lipschitz_estimate
-from .norms import batchnorm_lipschitz, layernorm_lipschitz, layernorm_output_radius
+from .dispatch import DECLARED_KINDS, lipschitz_bound, supported_types
+from .estimate import as_function, lipschitz_estimate
+from .norms import (
+    batchnorm_lipschitz,
+    batchnorm_scale,
+    layernorm_lipschitz,
+    layernorm_output_radius,
+)
 from .pooling import avgpool_lipschitz, maxpool_lipschitz
 from .segments import BoundViolation, layer_bounds, model_segments
 
 __all__ = [
     "BoundViolation",
     "ConvNormBounds",
+    "DECLARED_KINDS",
     "GELU_LIPSCHITZ",
+    "GELU_TANH_LIPSCHITZ",
     "L2SelfAttention",
     "Residual",
+    "SILU_LIPSCHITZ",
     "activation_lipschitz",
+    "as_function",
     "avgpool_lipschitz",
     "batchnorm_lipschitz",
+    "batchnorm_scale",
     "conv2d_cheap_bound",
     "conv2d_lipschitz",
     "conv2d_norm_bounds",
@@ -53,6 +69,7 @@ __all__ = [
     "lipschitz_estimate",
     "maxpool_lipschitz",
     "mha_lipschitz",
+    "mha_weights",
     "model_segments",
     "supported_types",
 ]

@@ -32,7 +32,7 @@ from .norms import (
 )
 from .pooling import avgpool_lipschitz, maxpool_lipschitz
 
-__all__ = ["lipschitz_bound", "supported_types"]
+__all__ = ["DECLARED_KINDS", "lipschitz_bound", "supported_types"]
 
 Handler = Callable[[nn.Module, torch.Tensor, float], float]
 _HANDLERS: dict[type, Handler] = {}

@@ -3,15 +3,46 @@ of tables, and the book build. Science modules never import this package."""
 
 from __future__ import annotations
 
-from .book import build_book, stage
-from .figures_io import FIGURES, FigureSpec, publish_figure, redraw_figure, register_figure
-from .params import ParameterError, apply_overrides, declared_parameters, load_profile
-from .provenance import provenance, read_table, write_table
-from .runner import NotebookRun, chain, check_parameters, run_chain
+from .book import SOURCES, build_book, install_cell, stage, stage_book, toc_documents
+from .figures_io import (
+    FIGURES,
+    FigureSpec,
+    figure_provenance_text,
+    publish_figure,
+    redraw_figure,
+    register_figure,
+)
+from .params import (
+    SCHEMA,
+    Param,
+    ParameterError,
+    apply_overrides,
+    declared_parameters,
+    describe_schema,
+    load_params,
+    load_profile,
+    parse_override,
+    schema_defaults,
+    validate_params,
+)
+from .provenance import library_fingerprint, provenance, read_table, write_table
+from .runner import (
+    DependencyError,
+    NotebookDeps,
+    NotebookFailed,
+    NotebookRun,
+    chain,
+    check_parameters,
+    load_dependencies,
+    run_chain,
+)
 
 __all__ = [
-    "FIGURES", "FigureSpec", "NotebookRun", "ParameterError", "apply_overrides", "build_book",
-    "chain", "check_parameters", "declared_parameters", "load_profile", "provenance",
-    "publish_figure",
-    "read_table", "redraw_figure", "register_figure", "run_chain", "stage", "write_table",
+    "FIGURES", "SCHEMA", "SOURCES", "DependencyError", "FigureSpec", "NotebookDeps",
+    "NotebookFailed", "NotebookRun", "Param", "ParameterError", "apply_overrides", "build_book",
+    "chain", "check_parameters", "declared_parameters", "describe_schema",
+    "figure_provenance_text", "install_cell", "library_fingerprint", "load_dependencies",
+    "load_params", "load_profile", "parse_override", "provenance", "publish_figure",
+    "read_table", "redraw_figure", "register_figure", "run_chain", "schema_defaults", "stage",
+    "stage_book", "toc_documents", "validate_params", "write_table",
 ]

@@ -1,0 +1,65 @@
+"""Every public submodule's ``__all__`` is re-exported by its package, and every ``__all__`` name
+exists: one public name, one import path (``from topolip.bounds import ...``)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+from types import ModuleType
+
+import pytest
+
+PACKAGES = ["topolip.bounds", "topolip.models", "topolip.data", "topolip.pipeline"]
+
+
+def export_problems(package: ModuleType) -> list[str]:
+    """What breaks the rule in ``package``; empty when it holds. Private (``_``) submodules are
+    exempt; a public submodule must declare ``__all__``."""
+    problems = [f"{package.__name__}.{name} is in __all__ but not defined"
+                for name in getattr(package, "__all__", ()) if not hasattr(package, name)]
+    if not hasattr(package, "__all__"):
+        problems.append(f"{package.__name__} declares no __all__")
+    exported = set(getattr(package, "__all__", ()))
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_"):
+            continue
+        sub = importlib.import_module(f"{package.__name__}.{info.name}")
+        if not hasattr(sub, "__all__"):
+            problems.append(f"{sub.__name__} declares no __all__")
+            continue
+        for name in sub.__all__:
+            if not hasattr(sub, name):
+                problems.append(f"{sub.__name__}.{name} is in __all__ but not defined")
+            elif name not in exported:
+                problems.append(f"{sub.__name__}.{name} is not re-exported by {package.__name__}")
+            elif getattr(package, name) is not getattr(sub, name):
+                problems.append(f"{package.__name__}.{name} is not {sub.__name__}.{name}")
+    return problems
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_package_re_exports_every_submodule_all(name):
+    package = importlib.import_module(name)
+    assert export_problems(package) == []
+    assert len(package.__all__) == len(set(package.__all__)), "duplicates in __all__"
+
+
+def test_the_check_finds_a_missing_re_export(tmp_path, monkeypatch):
+    pkg = tmp_path / "fakepkg_exports"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .a import f\n__all__ = ['f', 'ghost']\n")
+    (pkg / "a.py").write_text("__all__ = ['f', 'g']\ndef f(): pass\ndef g(): pass\n")
+    (pkg / "b.py").write_text("x = 1\n")
+    (pkg / "_private.py").write_text("y = 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        problems = export_problems(importlib.import_module("fakepkg_exports"))
+    finally:
+        for mod in [m for m in sys.modules if m.startswith("fakepkg_exports")]:
+            del sys.modules[mod]
+    assert problems == [
+        "fakepkg_exports.ghost is in __all__ but not defined",
+        "fakepkg_exports.a.g is not re-exported by fakepkg_exports",
+        "fakepkg_exports.b declares no __all__",
+    ]
