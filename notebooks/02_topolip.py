@@ -59,7 +59,7 @@ from topolip.experiments import measure_model, seed_batch
 from topolip.figures import plot_noise_floor
 from topolip.metric import DistanceSpec
 from topolip.pipeline import publish_figure, read_table, write_table
-from topolip.report import ARCH_LABELS, glue_number, show_parameters, show_table
+from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
 from topolip.train import load_trained
 
 params = {"dataset": dataset, "n_train": n_train, "n_test": n_test, "split_seed": split_seed,
@@ -100,6 +100,7 @@ summary = read_table(tables / "topolip_summary.csv")
 seeds = sorted(int(s) for s in models["seed"].unique())
 _ = publish_figure(plot_noise_floor(table), "fig-noise-floor", results_dir=results_dir,
                    notebook="02_topolip", tables=("topolip.csv",), params=params, seeds=seeds)
+table["flag"] = table["flag"].fillna("")  # an empty flag is read back from CSV as NaN
 ratios = table[table["depth"] > 0]
 n_flagged = int((ratios["flag"] != "").sum())
 glue_number("tl-n-models", len(models), "{}")
@@ -110,7 +111,7 @@ glue_number("tl-share-flagged", 100 * n_flagged / max(len(ratios), 1), "{:.0f}%"
 inputs = table[table["depth"] == 0]
 below = inputs.groupby("perturbation")["within_noise_floor"].mean()
 glue_number("tl-kinds-input-below", ", ".join(
-    f"{k.replace('_', ' ')}" for k, v in below.items() if v > 0.5) or "none", "{}")
+    kind_label(k) for k, v in below.items() if v > 0.5) or "none", "{}")
 glue_number("tl-n-kinds-input-below", int((below > 0.5).sum()), "{}")
 above = table[(table["depth"] > 0) & ~table["within_noise_floor"]]
 glue_number("tl-share-layers-above", 100 * len(above) / max(len(ratios), 1), "{:.0f}%")
@@ -118,7 +119,7 @@ env = (table["bottleneck"] / table["envelope"]).max()
 glue_number("tl-envelope-max", env, "{:.2f}")
 glue_number("tl-n-resamples", n_image_resamples, "{}")
 glue_number("tl-n-points", n_points, "{}")
-glue_number("tl-n-robust", max(n_robust, n_points), "{}")
+_ = glue_number("tl-n-robust", max(n_robust, n_points), "{}")
 
 # %% [markdown]
 # ## Displacement against the noise floor
@@ -155,7 +156,7 @@ glue_number("tl-n-robust", max(n_robust, n_points), "{}")
 flag_share = (table[table["depth"] > 0].assign(flagged=lambda t: t["flag"] != "")
               .groupby(["arch", "perturbation"], sort=False)["flagged"].mean().unstack())
 flag_share.index = [ARCH_LABELS.get(a, a) for a in flag_share.index]
-flag_share.columns = [c.replace("_", " ") for c in flag_share.columns]
+flag_share.columns = [kind_label(c) for c in flag_share.columns]
 show_table(flag_share.reset_index(names="architecture"), digits=2,
            caption="Share of layer ratios whose denominator lies within the noise floor, "
                    "per architecture and perturbation kind (all seeds).")

@@ -48,7 +48,7 @@ from topolip.data import load_dataset
 from topolip.experiments import seed_batch
 from topolip.figures import plot_accuracy_curves, plot_topolip_vs_accuracy
 from topolip.pipeline import publish_figure, read_table, write_table
-from topolip.report import ARCH_LABELS, glue_number, show_parameters, show_table
+from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
 from topolip.robustness import robustness_curves
 from topolip.train import load_trained
 
@@ -118,7 +118,7 @@ glue_number("rb-n-partial-significant",
             int(((partial["p_adjusted"] < 0.05) & (partial["tau"] > 0)).sum()), "{}")
 agree = most_robust_vs_smoothest(summary)
 glue_number("rb-agree", f"{int(agree['agree'].sum())} of {len(agree)}", "{}")
-glue_number("rb-n-seeds", len(seeds), "{}")
+_ = glue_number("rb-n-seeds", len(seeds), "{}")
 
 # %% [markdown]
 # ## Accuracy against strength
@@ -164,7 +164,7 @@ glue_number("rb-n-seeds", len(seeds), "{}")
 view = smooth.copy()
 view["association"] = view["response"].str.replace("_", " ") + view["partial"].map(
     {True: " | clean accuracy", False: ""})
-view["group"] = view["group"].str.replace("_", " ")
+view["group"] = view["group"].map(kind_label)
 show_table(view[["group", "association", "n", "tau", "pvalue", "p_adjusted"]],
            columns={"group": "perturbation", "association": "response (| partialled out)",
                     "n": "models", "tau": "Kendall τ", "pvalue": "permutation p",

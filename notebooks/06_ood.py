@@ -53,7 +53,7 @@ from topolip.experiments import measure_ood, model_summaries, ood_resamples, see
 from topolip.figures import plot_end_to_end, plot_ood_behaviour
 from topolip.metric import DistanceSpec
 from topolip.pipeline import publish_figure, read_table, write_table
-from topolip.report import ARCH_LABELS, glue_number, show_parameters, show_table
+from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
 from topolip.robustness import load_ood_batches, ood_auroc_resamples, ood_behaviour
 from topolip.train import load_trained
 
@@ -116,18 +116,18 @@ def ranking(row):
     return ", ".join(f"{ARCH_LABELS.get(a, a)} {v:.2f}" for a, v in row.dropna().sort_values().items())
 
 
-glue_number("ood-e2e-rankings", "; ".join(f"{k.replace('_', ' ')}: {ranking(r)}"
+glue_number("ood-e2e-rankings", "; ".join(f"{kind_label(k)}: {ranking(r)}"
                                           for k, r in e2e.iterrows()), "{}")
-glue_number("ood-auroc-rankings", "; ".join(f"{k.replace('_', ' ')}: {ranking(r)}"
+glue_number("ood-auroc-rankings", "; ".join(f"{kind_label(k)}: {ranking(r)}"
                                             for k, r in auroc.iterrows()), "{}")
 below = auroc.stack()
 below = below[below < 0.5]
 glue_number("ood-n-below-chance", f"{len(below)} of {auroc.size}", "{}")
 glue_number("ood-below-chance", ", ".join(
-    f"{ARCH_LABELS.get(a, a)} on {d.replace('_', ' ')} ({v:.2f})" for (d, a), v in below.items())
+    f"{ARCH_LABELS.get(a, a)} on {kind_label(d)} ({v:.2f})" for (d, a), v in below.items())
     or "none", "{}")
 glue_number("ood-n-points", n_points, "{}")
-glue_number("ood-n-ood", n_ood, "{}")
+_ = glue_number("ood-n-ood", n_ood, "{}")
 
 # %% [markdown]
 # ## Results
@@ -162,7 +162,7 @@ glue_number("ood-n-ood", n_ood, "{}")
 # %% tags=["remove-input"]
 table = behaviour.groupby(["dataset", "arch"], sort=False)[
     ["mean_confidence", "accuracy", "auroc"]].mean().reset_index()
-table["dataset"] = table["dataset"].str.replace("_", " ")
+table["dataset"] = table["dataset"].map(kind_label)
 show_table(table, columns={"dataset": "data set", "arch": "architecture",
                            "mean_confidence": "mean confidence", "accuracy": "accuracy",
                            "auroc": "AUROC"}, digits=3,

@@ -66,7 +66,7 @@ from topolip.experiments import seed_batch
 from topolip.figures import plot_sweep
 from topolip.metric import DistanceSpec
 from topolip.pipeline import publish_figure, read_table, write_table
-from topolip.report import ARCH_LABELS, glue_number, show_parameters
+from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters
 from topolip.sweeps import run_sweep
 from topolip.train import TrainConfig, default_device
 
@@ -116,14 +116,14 @@ for (arch, param), part in means.groupby(level=[0, 1], sort=False):
     trends.append(f"{ARCH_LABELS.get(arch, arch)} {param.replace('_', ' ')}: {trend} "
                   f"({e2e.iloc[0]:.2f} to {e2e.iloc[-1]:.2f})")
 glue_number("sw-trends", "; ".join(trends), "{}")
-glue_number("sw-kind", kind.replace("_", " ").replace("fgsm", "FGSM"), "{}")
+glue_number("sw-kind", kind_label(kind), "{}")
 glue_number("sw-n-models", table["checkpoint"].nunique(), "{}")
 glue_number("sw-epochs", sweep_epochs, "{}")
 span = shown.groupby("arch")["end_to_end_scale_free"].agg(lambda v: v.max() / v.min())
 glue_number("sw-max-span-arch", ARCH_LABELS.get(span.idxmax(), span.idxmax()), "{}")
 glue_number("sw-max-span", float(span.max()), "{:.1f}")
 family = shown.groupby("arch")["end_to_end_scale_free"].agg(["min", "max"])
-glue_number("sw-ranges", "; ".join(f"{ARCH_LABELS.get(a, a)} {r['min']:.2f}–{r['max']:.2f}"
+_ = glue_number("sw-ranges", "; ".join(f"{ARCH_LABELS.get(a, a)} {r['min']:.2f}–{r['max']:.2f}"
                                    for a, r in family.iterrows()), "{}")
 
 # %% [markdown]

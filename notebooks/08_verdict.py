@@ -37,7 +37,7 @@ import pandas as pd
 from topolip.claims import evaluate, load_claims
 from topolip.figures import plot_verdicts
 from topolip.pipeline import publish_figure, read_table, write_table
-from topolip.report import glue_number, show_parameters, show_table
+from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
 
 params = {"alpha": alpha, "claims": "data/claims.yml"}
 show_parameters(params)
@@ -91,7 +91,7 @@ glue_number("headline-vit-resnet-smoother",
             ", ".join(f"{n} {v}" for v, n in vs["verdict"].value_counts().items())
             or "no comparison", "{}")
 env = verdicts[verdicts["claim"] == "envelope"]
-glue_number("headline-envelope-ratio", float(env["effect"].iloc[0]) if len(env) else float("nan"),
+_ = glue_number("headline-envelope-ratio", float(env["effect"].iloc[0]) if len(env) else float("nan"),
             "{:.2f}")
 
 # %% [markdown]
@@ -133,8 +133,9 @@ glue_number("headline-envelope-ratio", float(env["effect"].iloc[0]) if len(env) 
 view = verdicts[verdicts["claim"] != "envelope"].copy()
 view["interval"] = [f"[{lo:.3g}, {hi:.3g}]" if pd.notna(lo) else "—"
                     for lo, hi in zip(view["low"], view["high"], strict=True)]
-view["comparison"] = view["comparison"].str.replace("_", " ")
-view["group"] = view["group"].str.replace("_", " ")
+view["comparison"] = [" vs ".join(ARCH_LABELS.get(a, a) for a in c.split(" vs "))
+                      for c in view["comparison"]]
+view["group"] = view["group"].map(kind_label)
 show_table(view[["claim", "comparison", "group", "effect", "interval", "p_adjusted", "n_seeds",
                  "verdict"]],
            columns={"claim": "claim", "comparison": "comparison", "group": "perturbation / set",

@@ -47,7 +47,7 @@ from pathlib import Path
 from topolip.figures import plot_measure_study
 from topolip.measure_study import MEASURES, measure_population, measure_study
 from topolip.pipeline import publish_figure, read_table, write_table
-from topolip.report import glue_number, show_parameters, show_table
+from topolip.report import glue_number, kind_label, show_parameters, show_table
 
 params = {"n_boot": n_boot, "alpha": alpha}
 show_parameters({**params, "tables read": "topolip_summary.csv, sweeps.csv"})
@@ -70,7 +70,7 @@ _ = publish_figure(plot_measure_study(study), "fig-measure-study", results_dir=r
                    seeds=seeds)
 ref = study[study["measure"] == "end_to_end_scale_free"].set_index("perturbation")
 glue_number("ms-ref-taus", "; ".join(
-    f"{k.replace('_', ' ').replace('fgsm', 'FGSM').replace('pgd', 'PGD')} {r['tau']:.2f} "
+    f"{kind_label(k)} {r['tau']:.2f} "
     f"[{r['tau_low']:.2f}, {r['tau_high']:.2f}]" for k, r in ref.iterrows()), "{}")
 others = study[study["measure"] != "end_to_end_scale_free"]
 counts = others["comparison"].value_counts()
@@ -81,7 +81,7 @@ glue_number("ms-n-undecided", int(counts.get("no difference shown", 0)), "{}")
 defined = study.dropna(subset=["tau"])
 best = defined.loc[defined.groupby("perturbation")["tau"].idxmax()]
 glue_number("ms-best", "; ".join(
-    f"{k.replace('_', ' ').replace('fgsm', 'FGSM').replace('pgd', 'PGD')}: {lab} ({t:.2f})"
+    f"{kind_label(k)}: {lab} ({t:.2f})"
     for k, lab, t in zip(best["perturbation"], best["label"], best["tau"], strict=True))
     or "undefined (too few models)", "{}")
 mean_tau = defined.groupby("label", sort=False)["tau"].mean().sort_values(ascending=False)
@@ -95,10 +95,10 @@ glue_number("ms-top-tau", float(mean_tau.iloc[0]) if len(mean_tau) else float("n
 gran = study.dropna(subset=["granulated_tau"])
 gref = gran[gran["measure"] == "end_to_end_scale_free"]
 glue_number("ms-granulated", "; ".join(
-    f"{k.replace('_', ' ').replace('fgsm', 'FGSM')} {v:.2f} over {int(n)} axes"
+    f"{kind_label(k)} {v:.2f} over {int(n)} axes"
     for k, v, n in zip(gref["perturbation"], gref["granulated_tau"], gref["n_axes"],
-                       strict=True)) or "not available (no sweep of these kinds)", "{}")
-glue_number("ms-n-population", population["model"].nunique(), "{}")
+                       strict=True)) or "undefined (a swept axis needs at least 3 models)", "{}")
+_ = glue_number("ms-n-population", population["model"].nunique(), "{}")
 
 # %% [markdown]
 # ## Results
@@ -125,7 +125,7 @@ glue_number("ms-n-population", population["model"].nunique(), "{}")
 
 # %% tags=["remove-input"]
 wide = study.pivot_table(index="label", columns="perturbation", values="tau", sort=False)
-wide.columns = [c.replace("_", " ") for c in wide.columns]
+wide.columns = [kind_label(c) for c in wide.columns]
 show_table(wide.reset_index(names="measure"), digits=2,
            caption="Kendall τ with the accuracy drop, per measure (rows) and perturbation kind "
                    "(columns); intervals in the figure and in tables/measure_study.csv.")
@@ -135,7 +135,7 @@ cmp = study[study["comparison"] != ""].copy()
 cmp["difference (95% interval)"] = [f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]" for d, lo, hi in
                                     zip(cmp["diff"], cmp["diff_low"], cmp["diff_high"],
                                         strict=True)]
-cmp["perturbation"] = cmp["perturbation"].str.replace("_", " ")
+cmp["perturbation"] = cmp["perturbation"].map(kind_label)
 show_table(cmp[["perturbation", "label", "difference (95% interval)", "comparison"]],
            columns={"perturbation": "perturbation", "label": "baseline",
                     "difference (95% interval)": "τ(TopoLip) − τ(baseline)",

@@ -1023,8 +1023,7 @@ def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) ->
                             xerr=np.nan_to_num(np.vstack([
                                 part.loc[m, "effect"] - part.loc[m, "low"],
                                 part.loc[m, "high"] - part.loc[m, "effect"]]).astype(float)),
-                            fmt="o", ms=4, lw=1.2, color=color,
-                            label=verdict if claim == claims[0] else None)
+                            fmt="o", ms=4, lw=1.2, color=color)
         names = [f"{' vs '.join(_name(a) for a in c.split(' vs '))}, {_name(g)}"
                  for c, g in zip(part["comparison"], part["group"], strict=True)]
         ax.set_yticks(y, names, fontsize=9)
@@ -1033,9 +1032,7 @@ def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) ->
         ax.set_title(claim, loc="left")
     axes[-1, 0].set_xlabel("attention − convolution (95% interval; verdicts use Holm)")
     for verdict, color in colors.items():
-        if verdict not in set(v["verdict"]):
-            continue
-        if not any(t.get_label() == verdict for t in axes[0, 0].get_lines()):
+        if verdict in set(v["verdict"]):
             axes[0, 0].plot([], [], "o", color=color, label=verdict)
     fig.legend(loc="upper center", frameon=False, ncol=4, bbox_to_anchor=(0.5, 1.0))
     _note(fig, profile_note)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from . import stats
@@ -87,7 +88,9 @@ def measure_population(summary: pd.DataFrame, sweeps: pd.DataFrame | None = None
         Columns ``source`` (``"chain"`` or ``"sweep"``), ``model`` (a unique id), ``arch``,
         ``seed``, ``parameter``/``value`` (sweeps; empty for the chain), ``perturbation``,
         ``accuracy_drop`` and every measure column present. A sweep's base model, which
-        appears once per swept parameter, is kept once per kind.
+        appears once per swept parameter, is kept once per kind; a sweep row of a kind the
+        chain measured at another strength is left out (a population ranks models under one
+        perturbation).
     """
     cols = [m.column for m in MEASURES]
     chain = summary.copy()
@@ -103,6 +106,11 @@ def measure_population(summary: pd.DataFrame, sweeps: pd.DataFrame | None = None
         if "accuracy_clean" not in sw.columns and "test_accuracy" in sw.columns:
             sw["accuracy_clean"] = sw["test_accuracy"]
         sw = sw.drop_duplicates(subset=["model", "perturbation"])
+        if "strength" in sw.columns and "strength" in chain.columns:
+            chain_strength = chain.groupby("perturbation")["strength"].first()
+            ref = sw["perturbation"].map(chain_strength)
+            same = ref.isna() | np.isclose(sw["strength"].astype(float), ref.astype(float))
+            sw = sw[same.to_numpy()]
         parts.append(sw)
     keep = ["source", "model", "arch", "seed", "parameter", "value", "perturbation",
             "accuracy_drop"] + [c for c in cols if c in summary.columns]
@@ -142,7 +150,6 @@ def measure_study(population: pd.DataFrame, sweeps: pd.DataFrame | None = None, 
 
     Examples
     --------
-    >>> import numpy as np
     >>> rng = np.random.default_rng(0); n = 30; drop = rng.random(n)
     >>> pop = pd.DataFrame({"perturbation": "fgsm", "accuracy_drop": drop,
     ...                     "end_to_end_scale_free": drop + 0.01 * rng.random(n),

@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
-    "ARCH_COLORS", "ARCH_DASHES", "ARCH_LABELS", "ARCH_MARKERS", "MISSING", "arch_label",
-    "format_value", "glue_number", "show_parameters", "show_table",
+    "ARCH_COLORS", "ARCH_DASHES", "ARCH_LABELS", "ARCH_MARKERS", "KIND_LABELS", "MISSING",
+    "arch_label", "format_value", "glue_number", "kind_label", "show_parameters", "show_table",
 ]
 
 #: Human names of the architectures (``arch`` values of every table).
@@ -36,6 +36,27 @@ ARCH_LABELS: dict[str, str] = {
     "attention_stack": "attention stack",
     "conv_stack": "convolution stack",
 }
+
+#: Human names of the perturbation kinds and out-of-distribution sets.
+KIND_LABELS: dict[str, str] = {
+    "fgsm": "FGSM", "pgd": "PGD", "random_sign": "random sign", "gaussian_noise": "Gaussian noise",
+    "gaussian_blur": "Gaussian blur", "contrast": "contrast", "rotation": "rotation",
+    "elastic": "elastic", "digits": "digits", "inverted_mnist": "inverted MNIST",
+    "photo_patches": "photo patches", "in_distribution": "in distribution",
+    "stratified": "all kinds (stratified)",
+}
+
+
+def kind_label(kind: str) -> str:
+    """Human name of a perturbation kind or data set (unknown names: underscores as spaces).
+
+    Examples
+    --------
+    >>> kind_label("gaussian_noise"), kind_label("new_kind")
+    ('Gaussian noise', 'new kind')
+    """
+    return KIND_LABELS.get(kind, str(kind).replace("_", " "))
+
 
 #: One hue family per kind of model (Okabe–Ito): blues for attention, oranges for convolution.
 ARCH_COLORS: dict[str, str] = {
