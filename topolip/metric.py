@@ -146,10 +146,19 @@ def layer_diagrams(acts: Mapping[str, np.ndarray], spec: DistanceSpec = Distance
     clouds ran no faster than one on the 2-core machine this was measured on.
     """
     distances = distances or {}
-    return {label: rips_diagrams(check_points(a, f"activations at {label!r}"),
+    return {label: rips_diagrams(_named(a, f"activations at {label!r}"),
                                  degrees=spec.degrees, n_perm=n_perm,
                                  distances=distances.get(label))
             for label, a in acts.items()}
+
+
+def _named(a, name: str):
+    """``a`` unchanged once it passed :func:`check_points` (errors name ``name``): no copy."""
+    if not (isinstance(a, np.ndarray) and a.dtype == np.float64):
+        check_points(a, name)
+    elif a.ndim != 2 or a.shape[0] < 2 or a.shape[1] < 1 or not np.isfinite(a).all():
+        check_points(a, name)
+    return a
 
 
 def _distance(a, b, spec: DistanceSpec, p: float | None = None, q: float | None = None) -> float:
