@@ -18,7 +18,7 @@ the ratios old/new and new/gemm; the diagrams of both paths are compared (H0 and
 exact float64 equality required).
 
 Usage: OMP_NUM_THREADS=1 python benchmarks/bench_topolip.py [--sizes 100 200 400 800]
-[--reps 5] [--archs vit resnet]
+[--reps 5] [--archs vit resnet] [--cpu]
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ import time
 import warnings
 
 import numpy as np
+import pandas as pd
 
 from topolip import diagrams as dg
-from topolip.distances import diagram_distance
 from topolip.metric import DistanceSpec, layer_diagrams, topolip_table
 
 QUICK = {
@@ -41,12 +41,17 @@ QUICK = {
 }
 
 
+def old_check_points(points, name="points"):
+    """``check_points`` before issue 13: always a copy."""
+    return np.array(dg.check_points(points, name))
+
+
 def old_rips_diagrams(points, degrees=(0, 1)):
     """``topolip.diagrams.rips_diagrams`` before issue 13 (no subsampling): ``pdist`` inside."""
     import ripser
     from scipy.spatial.distance import pdist, squareform
 
-    X = X_in = dg.check_points(points)
+    X = X_in = old_check_points(points)
     degs = dg._check_degrees(degrees)
     m = X.shape[0]
     c_in = dg._pow2_scale(np.abs(X).max())
@@ -80,25 +85,56 @@ def old_rips_diagrams(points, degrees=(0, 1)):
     return dg.RipsDiagrams(degrees=degs, diagrams=tuple(out), n_points=int(m))
 
 
-def old_topolip(clean, perts, spec):
-    """The former per-layer TopoLip loop: diagrams and scales each with their own ``pdist``."""
+def old_topolip_table(clean, perturbed, spec, *, clean_diagrams, rtol=1e-6):
+    """``topolip.metric.topolip_table`` before issue 13, verbatim but for the names."""
     from scipy.spatial.distance import pdist
 
-    dgms = {label: old_rips_diagrams(a, spec.degrees) for label, a in clean.items()}
-    out = []
-    for pert in perts:
-        rows = []
-        for label, a in clean.items():
-            b = pert[label]
-            dgm_b = old_rips_diagrams(b, spec.degrees)
-            scale = float(np.median(pdist(a)))
-            delta = float(diagram_distance(dgms[label], dgm_b, p=spec.p, q=spec.q,
-                                           degrees=spec.degrees))
-            bott = float(diagram_distance(dgms[label], dgm_b, p=math.inf, q=math.inf,
-                                          degrees=spec.degrees))
-            rows.append((delta, delta / scale, bott, dgm_b))
-        out.append(rows)
-    return dgms, out
+    from topolip.metric import EnvelopeViolation, _distance
+
+    labels = list(clean)
+    rows = []
+    prev_sf = None
+    for depth, label in enumerate(labels):
+        a = old_check_points(clean[label], f"clean activations at {label!r}")
+        b = old_check_points(perturbed[label], f"perturbed activations at {label!r}")
+        dgm_a = clean_diagrams[label]
+        dgm_b = old_rips_diagrams(b, degrees=spec.degrees)
+        scale = float(np.median(pdist(old_check_points(a))))  # old median_pairwise_distance
+        delta = _distance(dgm_a, dgm_b, spec)
+        r_cover = 0.0
+        row = {"layer": label, "depth": depth, "dim": a.shape[1], "scale": scale,
+               "delta": delta, "delta_scale_free": delta / scale, "r_cover": r_cover}
+        eps = float(np.linalg.norm(a - b, axis=1).max())
+        bott = _distance(dgm_a, dgm_b, spec, p=math.inf, q=math.inf)
+        envelope = 2 * eps + 2 * r_cover
+        slack = 1e-5 * max(1.0, float(np.abs(a).max()), float(np.abs(b).max()))
+        if bott > envelope + slack:
+            raise EnvelopeViolation(label)
+        row.update(eps=eps, bottleneck=bott, envelope=envelope)
+        if prev_sf is None:
+            ratio = ratio_sf = math.nan
+            reason = "first probe point (no previous layer)"
+        elif prev_sf < rtol:
+            ratio = ratio_sf = math.nan
+            reason = f"previous displacement below tolerance (scale-free {prev_sf:.3g} < {rtol:g})"
+        elif math.isinf(delta) or math.isinf(rows[-1]["delta"]):
+            ratio = ratio_sf = math.nan
+            reason = "infinite displacement (essential classes differ in number)"
+        else:
+            ratio = delta / rows[-1]["delta"]
+            ratio_sf = row["delta_scale_free"] / prev_sf
+            reason = ""
+        row.update(topolip=ratio, topolip_scale_free=ratio_sf, topolip_reason=reason)
+        rows.append(row)
+        prev_sf = row["delta_scale_free"]
+    return pd.DataFrame(rows)
+
+
+def old_topolip(clean, perts, spec):
+    """Today's path as measure_model ran it: clean diagrams, then one table per perturbation."""
+    dgms = {label: old_rips_diagrams(old_check_points(a, f"activations at {label!r}"),
+                                     spec.degrees) for label, a in clean.items()}
+    return dgms, [old_topolip_table(clean, pert, spec, clean_diagrams=dgms) for pert in perts]
 
 
 def new_topolip(clean, perts, spec):
@@ -143,7 +179,13 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 200, 400, 800])
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--archs", nargs="+", default=["vit", "resnet"])
+    parser.add_argument("--cpu", action="store_true",
+                        help="time process CPU seconds instead of wall seconds (steadier on a "
+                             "shared machine; equal to wall time single-threaded on a quiet one)")
     args = parser.parse_args()
+    clock = time.process_time if args.cpu else time.perf_counter
+    print(f"clock: {'process CPU time' if args.cpu else 'wall time'}, median of {args.reps} "
+          f"interleaved repetitions; 3 clouds per probe point (clean + 2 perturbations)")
     spec = DistanceSpec()
     print(f"{'arch':8s} {'n':>5s} {'old s':>8s} {'new s':>8s} {'gemm s':>8s} "
           f"{'old/new':>8s} {'new/gemm':>9s}  diagrams")
@@ -152,21 +194,21 @@ def main() -> None:
             clean, *perts = clouds(arch, n)
             old_t, new_t, gemm_t = [], [], []
             for _ in range(args.reps):  # interleaved: the machine is shared
-                t0 = time.perf_counter()
+                t0 = clock()
                 old_dgms, old_rows = old_topolip(clean, perts, spec)
-                t1 = time.perf_counter()
+                t1 = clock()
                 new_dgms, new_tables = new_topolip(clean, perts, spec)
-                t2 = time.perf_counter()
+                t2 = clock()
                 gemm_only(clean, perts)
-                t3 = time.perf_counter()
+                t3 = clock()
                 old_t.append(t1 - t0)
                 new_t.append(t2 - t1)
                 gemm_t.append(t3 - t2)
             equal = all(same_diagrams(old_dgms[k], new_dgms[k]) for k in clean)
-            for rows, table in zip(old_rows, new_tables, strict=True):
-                equal &= np.allclose([r[0] for r in rows], table["delta"], rtol=1e-12, atol=0)
-                equal &= np.allclose([r[1] for r in rows], table["delta_scale_free"],
-                                     rtol=1e-12, atol=0)
+            for old_table, table in zip(old_rows, new_tables, strict=True):
+                for col in ("delta", "delta_scale_free", "bottleneck", "topolip_scale_free"):
+                    equal &= np.allclose(old_table[col], table[col], rtol=1e-12, atol=0,
+                                         equal_nan=True)
             o, w, g = (statistics.median(t) for t in (old_t, new_t, gemm_t))
             print(f"{arch:8s} {n:5d} {o:8.3f} {w:8.3f} {g:8.4f} {o / w:8.2f}x {w / g:8.1f}x  "
                   f"{'equal' if equal else 'DIFFER'}", flush=True)

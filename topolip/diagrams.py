@@ -56,7 +56,8 @@ _RIPSER_WIDE_WARNING = r"The input point cloud has more columns than rows"
 _F32_TINY = float(np.finfo(np.float32).tiny)  # 2**-126
 
 
-def _real_array(x, name: str, what: str, *, allow_bool: bool = True) -> np.ndarray:
+def _real_array(x, name: str, what: str, *, allow_bool: bool = True,
+                copy: bool = True) -> np.ndarray:
     """``x`` as a float64 ndarray; refuse complex, boolean and text input instead of coercing.
 
     numpy would drop an imaginary part (with a warning only) and parse strings such as
@@ -91,7 +92,7 @@ def _real_array(x, name: str, what: str, *, allow_bool: bool = True) -> np.ndarr
     if kind not in "iufbO":
         raise ValueError(f"{name}: expected a numeric array of {what}, got dtype {raw.dtype}")
     try:
-        return np.array(raw, dtype=np.float64)
+        return np.array(raw, dtype=np.float64) if copy else np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(
             f"{name}: expected a numeric array of {what}, got an object of type "
@@ -351,6 +352,9 @@ class RipsDiagrams:
 def check_points(points, name: str = "points") -> np.ndarray:
     """Validate a point cloud: float64 array of shape (m, d) with m >= 2, d >= 1, all finite.
 
+    A float64 ndarray is returned as it is (no copy: clouds of activations are large), any
+    other input converted; callers must not modify the result in place.
+
     Raises
     ------
     ValueError
@@ -367,7 +371,7 @@ def check_points(points, name: str = "points") -> np.ndarray:
     ValueError: activations at 'block1': expected finite coordinates, got NaN in row 0 (1 bad rows of 2); drop or repair these samples (a diverged activation?) before computing diagrams
     """
     X = _real_array(points, name, "shape (m, d), one row per sample (flatten each sample's "
-                    "activations into one row)")
+                    "activations into one row)", copy=False)
     if X.ndim != 2:
         raise ValueError(
             f"{name}: expected a 2-d array of shape (m, d) (one row per sample), got "
@@ -477,9 +481,9 @@ def pairwise_distances(points, name: str = "points") -> np.ndarray:
            [5., 0., 5.],
            [0., 5., 0.]])
     """
-    X = check_points(points, name)  # a new array: scaled and centred in place
+    X = check_points(points, name)
     c = _pow2_scale(np.abs(X).max())
-    X /= c
+    X = X / c  # a new array, centred in place
     X -= X.mean(axis=0)
     sq = np.einsum("ij,ij->i", X, X)
     d2 = X @ X.T
@@ -785,7 +789,7 @@ def rips_diagrams(points, degrees=(0, 1), n_perm: int | None = None, *,
             warnings.filterwarnings("ignore", message=_RIPSER_WIDE_WARNING, category=UserWarning)
             res = ripser.ripser(D / c_d, maxdim=maxdim, distance_matrix=True)
         raw = [np.asarray(g, dtype=np.float64).reshape(-1, 2) * c_d for g in res["dgms"]]
-        order = np.argsort(dists, kind="stable")
+        order = np.argsort(dists)
         table = np.concatenate([[0.0], dists[order]])
         pairs = np.concatenate([[[-1, -1]], np.column_stack([iu[order], ju[order]])])
         raw = [np.column_stack([_snap_pairs(g[:, 0], table, pairs, X),
