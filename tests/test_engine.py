@@ -64,6 +64,8 @@ def test_pairwise_distances_of_near_coincident_points_are_refined():
     x = np.array([[1e3, 1e3, 0.0], [1e3 + 1e-7, 1e3, 0.0], [0.0, 0.0, 1.0]])
     D = pairwise_distances(x)
     assert D[0, 1] == pytest.approx(1e-7, rel=1e-8)  # the Gram formula alone loses it all
+    far = pairwise_distances([[0.0], [1e-30], [1e20], [2e20]])  # centring would merge 0, 1e-30
+    assert far[0, 1] == 1e-30 and far[2, 3] == 1e20
 
 
 def test_rips_diagrams_equal_the_former_path(bench):
