@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from topolip.data import load_mnist
-from topolip.train import ModelSpec, TrainConfig, checkpoint_path, fit, load_trained
+from topolip.train import ModelSpec, TrainConfig, accuracy, checkpoint_path, fit, load_trained
 
 SPEC = ModelSpec("resnet", {"width": 4})
 CONFIG = TrainConfig(epochs=3, batch_size=32, lr=3e-3, seed=1)
@@ -81,3 +81,51 @@ def test_foreign_or_bad_checkpoint_and_config_errors(tmp_path, data):
         TrainConfig(epochs=0)
     with pytest.raises(ValueError, match="lr must be a positive"):
         TrainConfig(lr=float("nan"))
+
+
+# --- issue 13: channels_last, threads, evaluation batch size ------------------------------------
+
+def test_channels_last_training_matches_contiguous_up_to_rounding():
+    from topolip.train import _uses_channels_last, prefers_channels_last
+
+    data = load_mnist(n_train=128, n_test=64, seed=0)
+    spec = ModelSpec("conv_stack", {"num_layers": 3, "channels": 8, "kernel_size": 3})
+    config = TrainConfig(epochs=1, batch_size=64, lr=1e-3)
+    a = fit(spec, data, config, device="cpu", progress=False, channels_last=False)
+    b = fit(spec, data, config, device="cpu", progress=False, channels_last=True)
+    assert prefers_channels_last("conv_stack", "cpu")
+    assert not prefers_channels_last("resnet", "cpu") and not prefers_channels_last("vit", "cpu")
+    assert not _uses_channels_last(a.model) and _uses_channels_last(b.model)
+    assert b.history[0]["loss"] == pytest.approx(a.history[0]["loss"], rel=1e-4)
+    x, y = data.x_test, data.y_test
+    assert accuracy(b.model, x, y) == accuracy(b.model, x, y, batch_size=7)
+    # one forward and backward pass: equal up to float32 rounding
+    torch.manual_seed(0)
+    m1 = spec.build()
+    m2 = spec.build()
+    m2.load_state_dict(m1.state_dict())
+    m2 = m2.to(memory_format=torch.channels_last)
+    xb, yb = data.x_train[:32], data.y_train[:32]
+    loss1 = torch.nn.functional.cross_entropy(m1(xb), yb)
+    loss2 = torch.nn.functional.cross_entropy(
+        m2(xb.contiguous(memory_format=torch.channels_last)), yb)
+    loss1.backward()
+    loss2.backward()
+    assert loss2.item() == pytest.approx(loss1.item(), rel=1e-6)
+    for (name, p1), p2 in zip(m1.named_parameters(), m2.parameters(), strict=True):
+        err = float(torch.linalg.norm(p2.grad - p1.grad) / torch.linalg.norm(p1.grad))
+        assert err < 2e-5, (name, err)
+
+
+def test_configure_threads_sets_and_restores():
+    from topolip.train import configure_threads
+
+    default = torch.get_num_threads()
+    try:
+        assert configure_threads(1) == 1 == torch.get_num_threads()
+        assert configure_threads(None) >= 1
+        for bad in (0, -1, 1.5, True, "2"):
+            with pytest.raises(ValueError, match="n must be None or a positive int"):
+                configure_threads(bad)
+    finally:
+        torch.set_num_threads(default)

@@ -20,7 +20,7 @@ from torch import nn
 
 from . import baselines
 from .attacks import PERTURBATIONS, perturb
-from .diagrams import rips_diagrams
+from .diagrams import pairwise_distances, rips_diagrams
 from .distances import diagram_distance
 from .metric import DistanceSpec, layer_diagrams, median_pairwise_distance, summarize, topolip_table
 from .models import collect_activations
@@ -99,7 +99,10 @@ def _correct(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
 
 def end_to_end_resamples(clean: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray],
                          spec: DistanceSpec = DistanceSpec(), *, n_resamples: int = 20,
-                         seed: int = 0, paired: bool = True) -> pd.DataFrame:
+                         seed: int = 0, paired: bool = True,
+                         clean_distances: Mapping[str, np.ndarray] | None = None,
+                         other_distances: Mapping[str, np.ndarray] | None = None
+                         ) -> pd.DataFrame:
     r"""Model TopoLip ``Δ_L/Δ_0`` (raw and scale-free) on bootstrap resamples of the images.
 
     Parameters
@@ -116,6 +119,10 @@ def end_to_end_resamples(clean: Mapping[str, np.ndarray], other: Mapping[str, np
         which makes the comparisons of models paired.
     paired : bool, default=True
         Resample ``other`` with the same indices as ``clean`` (else with its own draw).
+    clean_distances, other_distances : mapping of str to ndarray of shape (m, m), optional
+        Distance matrices of the full clouds (:func:`topolip.diagrams.pairwise_distances`) at
+        least at the input and the last probe point; each resample takes its sub-matrix
+        instead of computing distances again. Computed once here when omitted.
 
     Returns
     -------
@@ -140,6 +147,10 @@ def end_to_end_resamples(clean: Mapping[str, np.ndarray], other: Mapping[str, np
     m, m_other = len(clean[first]), len(other[first])
     if paired and m != m_other:
         raise ValueError(f"paired batches differ in size: {m} and {m_other}")
+    dist_c = {label: (clean_distances[label] if clean_distances and label in clean_distances
+                      else pairwise_distances(clean[label])) for label in (first, last)}
+    dist_o = {label: (other_distances[label] if other_distances and label in other_distances
+                      else pairwise_distances(other[label])) for label in (first, last)}
     rng = np.random.default_rng(seed)
     rows = []
     for b in range(n_resamples):
@@ -148,11 +159,13 @@ def end_to_end_resamples(clean: Mapping[str, np.ndarray], other: Mapping[str, np
         deltas, scaled = [], []
         for label in (first, last):
             a, o = clean[label][idx], other[label][idx_o]
-            d = float(diagram_distance(rips_diagrams(a, spec.degrees),
-                                       rips_diagrams(o, spec.degrees), p=spec.p, q=spec.q,
-                                       degrees=spec.degrees))
+            da = dist_c[label][np.ix_(idx, idx)]
+            do = dist_o[label][np.ix_(idx_o, idx_o)]
+            d = float(diagram_distance(rips_diagrams(a, spec.degrees, distances=da),
+                                       rips_diagrams(o, spec.degrees, distances=do),
+                                       p=spec.p, q=spec.q, degrees=spec.degrees))
             deltas.append(d)
-            scaled.append(d / median_pairwise_distance(a))
+            scaled.append(d / median_pairwise_distance(a, distances=da))
         rows.append({"resample": b, "n_distinct": len(idx),
                      "end_to_end": deltas[1] / deltas[0] if deltas[0] > 0 else math.nan,
                      "end_to_end_scale_free": scaled[1] / scaled[0] if scaled[0] > 0
@@ -178,9 +191,31 @@ def _noise_floor(clean: Mapping[str, np.ndarray], floor: Mapping[str, np.ndarray
                  spec: DistanceSpec, clean_dgms: Mapping) -> dict[str, float]:
     """Δ_ℓ between the clean batch and a disjoint clean batch of the same size, per layer."""
     return {label: float(diagram_distance(clean_dgms[label],
-                                          rips_diagrams(floor[label], spec.degrees),
+                                          rips_diagrams(floor[label], spec.degrees,
+                                                        distances=pairwise_distances(
+                                                            floor[label])),
                                           p=spec.p, q=spec.q, degrees=spec.degrees))
             for label in clean}
+
+
+def _rtd_lite(da: np.ndarray, db: np.ndarray, scale: float) -> float:
+    """:func:`topolip.baselines.rtd_lite` of two paired clouds from their distance matrices."""
+    da, db = da / scale, db / scale
+    value = 0.5 * (baselines._cross_barcode_length(da, db)
+                   + baselines._cross_barcode_length(db, da))
+    return max(value, 0.0)
+
+
+def _displacement_ratio(clean: Mapping[str, np.ndarray], pert: Mapping[str, np.ndarray],
+                        scales: Mapping[str, float], reduce: str) -> float:
+    """:func:`topolip.baselines.displacement_ratio` with the clean scales already known."""
+    first, last = list(clean)[0], list(clean)[-1]
+    out = []
+    for label in (first, last):
+        d = np.linalg.norm(np.asarray(clean[label], dtype=np.float64)
+                           - np.asarray(pert[label], dtype=np.float64), axis=1)
+        out.append(float((d.max() if reduce == "max" else d.mean()) / scales[label]))
+    return out[1] / out[0] if out[0] > 0 else math.nan
 
 
 def measure_model(
@@ -280,8 +315,13 @@ def measure_model(
     classes = num_classes or logits.shape[1]
     acc_clean = float(correct_clean.mean())
     clean = collect_activations(model, x[:n_points])
-    clean_dgms = layer_diagrams(clean, spec, n_perm=n_perm)
-    scales = {label: median_pairwise_distance(a) for label, a in clean.items()}
+    # One distance matrix per cloud, shared by the diagrams, the scales, the baselines and the
+    # resamples' sub-matrices.
+    clean_d = {label: pairwise_distances(a, f"clean activations at {label!r}")
+               for label, a in clean.items()}
+    clean_dgms = layer_diagrams(clean, spec, n_perm=n_perm, distances=clean_d)
+    scales = {label: median_pairwise_distance(a, distances=clean_d[label])
+              for label, a in clean.items()}
     floor = (_noise_floor(clean, collect_activations(model, x_floor), spec, clean_dgms)
              if x_floor is not None else None)
     model_level = {}
@@ -301,7 +341,10 @@ def measure_model(
         x_t = perturb(kind, model, x, y, seed=seed, **value, **options)
         correct_t, _ = _correct(model, x_t, y)
         pert = collect_activations(model, x_t[:n_points])
-        table = topolip_table(clean, pert, spec, clean_diagrams=clean_dgms, n_perm=n_perm)
+        pert_d = {label: pairwise_distances(a, f"perturbed activations at {label!r}")
+                  for label, a in pert.items()}
+        table = topolip_table(clean, pert, spec, clean_diagrams=clean_dgms, n_perm=n_perm,
+                              clean_distances=clean_d, perturbed_distances=pert_d)
         table.insert(0, "perturbation", kind)
         table.insert(1, "strength", next(iter(value.values())))
         if floor is not None:
@@ -328,18 +371,19 @@ def measure_model(
                                  if acc_clean > 1 / classes else math.nan)}
         if baseline_measures:
             first, last = list(clean)[0], list(clean)[-1]
-            r0 = baselines.rtd_lite(clean[first], pert[first], scale=scales[first])
-            rl = baselines.rtd_lite(clean[last], pert[last], scale=scales[last])
+            r0 = _rtd_lite(clean_d[first], pert_d[first], scales[first])
+            rl = _rtd_lite(clean_d[last], pert_d[last], scales[last])
             row.update(
-                displacement_ratio_max=baselines.displacement_ratio(clean, pert, reduce="max"),
-                displacement_ratio_mean=baselines.displacement_ratio(clean, pert, reduce="mean"),
+                displacement_ratio_max=_displacement_ratio(clean, pert, scales, "max"),
+                displacement_ratio_mean=_displacement_ratio(clean, pert, scales, "mean"),
                 rtd_lite_ratio=rl / r0 if r0 > 0 else math.nan,
                 cka_distance=baselines.cka_distance(clean[last], pert[last], name=repr(last)),
                 **model_level)
         summary.append(row)
         layers.append(table)
         if n_resamples:
-            e2e = end_to_end_resamples(clean, pert, spec, n_resamples=n_resamples, seed=seed)
+            e2e = end_to_end_resamples(clean, pert, spec, n_resamples=n_resamples, seed=seed,
+                                       clean_distances=clean_d, other_distances=pert_d)
             for measure in ("end_to_end", "end_to_end_scale_free"):
                 resamples.append(pd.DataFrame({"group": kind, "measure": measure,
                                                "resample": e2e["resample"],

@@ -29,9 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.spatial.distance import pdist
 
-from .diagrams import check_points, rips_diagrams
+from .diagrams import check_points, pairwise_distances, rips_diagrams
 from .distances import diagram_distance
 
 __all__ = [
@@ -85,14 +84,26 @@ class DistanceSpec:
                 + "+".join(f"H{k}" for k in self.degrees))
 
 
-def median_pairwise_distance(points: np.ndarray, name: str = "points") -> float:
+def median_pairwise_distance(points: np.ndarray, name: str = "points", *,
+                             distances: np.ndarray | None = None) -> float:
     """``s_ℓ``: the median Euclidean distance over all pairs of rows of ``points`` (m, d).
+
+    Parameters
+    ----------
+    points : ndarray of shape (m, d)
+        The cloud, in activation units.
+    name : str, default="points"
+        Used in error messages.
+    distances : ndarray of shape (m, m), optional
+        The cloud's distance matrix (:func:`topolip.diagrams.pairwise_distances`), reused
+        instead of computing it again.
 
     Raises
     ------
     ValueError
         If ``points`` is not 2-D with at least 2 finite rows, or all its points coincide
-        (the scale is then 0 and a scale-free displacement undefined).
+        (the scale is then 0 and a scale-free displacement undefined), or ``distances`` is not
+        of shape (m, m).
 
     Examples
     --------
@@ -100,7 +111,12 @@ def median_pairwise_distance(points: np.ndarray, name: str = "points") -> float:
     5.0
     """
     a = check_points(points, name)
-    s = float(np.median(pdist(a)))
+    m = a.shape[0]
+    D = pairwise_distances(a, name) if distances is None else np.asarray(distances)
+    if D.shape != (m, m):
+        raise ValueError(f"distances: expected the ({m}, {m}) distance matrix of {name}, got "
+                         f"shape {D.shape}")
+    s = float(np.median(D[np.triu_indices(m, 1)]))
     if s <= 0:
         raise ValueError(f"{name}: all points coincide (or at least half of the pairs do): the "
                          f"median pairwise distance is 0 and a scale-free displacement undefined")
@@ -108,7 +124,8 @@ def median_pairwise_distance(points: np.ndarray, name: str = "points") -> float:
 
 
 def layer_diagrams(acts: Mapping[str, np.ndarray], spec: DistanceSpec = DistanceSpec(), *,
-                   n_perm: int | None = None) -> dict:
+                   n_perm: int | None = None,
+                   distances: Mapping[str, np.ndarray] | None = None) -> dict:
     """Rips diagrams of every layer's cloud: ``{label: RipsDiagrams}`` (see ``rips_diagrams``).
 
     Parameters
@@ -119,10 +136,29 @@ def layer_diagrams(acts: Mapping[str, np.ndarray], spec: DistanceSpec = Distance
         Its ``degrees`` are computed.
     n_perm : int, optional
         Greedy-permutation subsample size (the covering radius is recorded in the result).
+    distances : mapping of str to ndarray of shape (m, m), optional
+        Each layer's distance matrix (:func:`topolip.diagrams.pairwise_distances`), reused
+        instead of computed again; layers it lacks are computed.
+
+    Notes
+    -----
+    The clouds are computed one after the other: ripser holds the GIL, and two threads over
+    clouds ran no faster than one on the 2-core machine this was measured on.
     """
-    return {label: rips_diagrams(check_points(a, f"activations at {label!r}"),
-                                 degrees=spec.degrees, n_perm=n_perm)
+    distances = distances or {}
+    return {label: rips_diagrams(_named(a, f"activations at {label!r}"),
+                                 degrees=spec.degrees, n_perm=n_perm,
+                                 distances=distances.get(label))
             for label, a in acts.items()}
+
+
+def _named(a, name: str):
+    """``a`` unchanged once it passed :func:`check_points` (errors name ``name``): no copy."""
+    if not (isinstance(a, np.ndarray) and a.dtype == np.float64):
+        check_points(a, name)
+    elif a.ndim != 2 or a.shape[0] < 2 or a.shape[1] < 1 or not np.isfinite(a).all():
+        check_points(a, name)
+    return a
 
 
 def _distance(a, b, spec: DistanceSpec, p: float | None = None, q: float | None = None) -> float:
@@ -179,6 +215,8 @@ def topolip_table(
     clean_diagrams: Mapping | None = None,
     n_perm: int | None = None,
     rtol: float = 1e-6,
+    clean_distances: Mapping[str, np.ndarray] | None = None,
+    perturbed_distances: Mapping[str, np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """Per-layer displacement ``Δ_ℓ`` and ``TopoLip_ℓ``, raw and scale-free, in probe order.
 
@@ -198,6 +236,10 @@ def topolip_table(
         Greedy-permutation subsample size for the diagrams.
     rtol : float, default=1e-6
         ``TopoLip_ℓ`` is NaN (with a reason) when the scale-free ``Δ_{ℓ-1}`` is below this.
+    clean_distances, perturbed_distances : mapping of str to ndarray of shape (m, m), optional
+        Each layer's distance matrix (:func:`topolip.diagrams.pairwise_distances`) of the clean
+        and the perturbed clouds, reused for the diagrams and the scale ``s_ℓ``; computed once
+        per cloud here when omitted.
 
     Returns
     -------
@@ -225,16 +267,24 @@ def topolip_table(
     labels = list(clean)
     if list(perturbed) != labels:
         raise ValueError(f"clean and perturbed probe labels differ: {labels} vs {list(perturbed)}")
+    clean_distances = dict(clean_distances or {})
+    perturbed_distances = perturbed_distances or {}
+    for label in labels:
+        if label not in clean_distances:
+            clean_distances[label] = pairwise_distances(
+                check_points(clean[label], f"clean activations at {label!r}"))
     if clean_diagrams is None:
-        clean_diagrams = layer_diagrams(clean, spec, n_perm=n_perm)
+        clean_diagrams = layer_diagrams(clean, spec, n_perm=n_perm, distances=clean_distances)
     rows = []
     prev_sf = None
     for depth, label in enumerate(labels):
         a = check_points(clean[label], f"clean activations at {label!r}")
         b = check_points(perturbed[label], f"perturbed activations at {label!r}")
         dgm_a = clean_diagrams[label]
-        dgm_b = rips_diagrams(b, degrees=spec.degrees, n_perm=n_perm)
-        scale = median_pairwise_distance(a, f"clean activations at {label!r}")
+        dgm_b = rips_diagrams(b, degrees=spec.degrees, n_perm=n_perm,
+                              distances=perturbed_distances.get(label))
+        scale = median_pairwise_distance(a, f"clean activations at {label!r}",
+                                         distances=clean_distances[label])
         delta = _distance(dgm_a, dgm_b, spec)
         r_cover = float(getattr(dgm_a, "r_cover", 0.0) or 0.0) + float(
             getattr(dgm_b, "r_cover", 0.0) or 0.0)
