@@ -38,6 +38,7 @@ epochs = 8
 batch_size = 128
 lr = 0.002
 weight_decay = 0.0001
+threads = None          # torch CPU threads (None: torch's default)
 
 # %% tags=["remove-input"]
 from pathlib import Path
@@ -48,7 +49,14 @@ from topolip.data import load_dataset
 from topolip.figures import plot_training_curves
 from topolip.pipeline import publish_figure, write_table
 from topolip.report import ARCH_LABELS, glue_number, show_parameters, show_table
-from topolip.train import TrainConfig, checkpoint_path, default_device, fit, spec_for
+from topolip.train import (
+    TrainConfig,
+    checkpoint_path,
+    configure_threads,
+    default_device,
+    fit,
+    spec_for,
+)
 
 arch_params = {"vit": vit, "resnet": resnet, "attention_stack": attention_stack,
                "conv_stack": conv_stack}
@@ -60,6 +68,7 @@ show_parameters(params)
 # %% tags=["hide-input"]
 data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, root=data_root)
 device = default_device()
+_ = configure_threads(threads)
 rows, histories = [], []
 for arch in archs:
     spec = spec_for(arch, arch_params[arch], data)

@@ -38,6 +38,7 @@ n_perm = None
 batch_size = 128
 lr = 0.002
 weight_decay = 0.0001
+threads = None          # torch CPU threads (None: torch's default)
 sweep_epochs = 6
 sweep_seeds = [0]
 sweep_perturbations = {"fgsm": 0.05, "gaussian_noise": 3}
@@ -68,7 +69,7 @@ from topolip.metric import DistanceSpec
 from topolip.pipeline import publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters
 from topolip.sweeps import run_sweep
-from topolip.train import TrainConfig, default_device
+from topolip.train import TrainConfig, configure_threads, default_device
 
 params = {"dataset": dataset, "n_train": n_train, "n_test": n_test, "split_seed": split_seed,
           "n_points": n_points, "n_robust": n_robust, "pgd_steps": pgd_steps,
@@ -85,6 +86,7 @@ spec = DistanceSpec(degrees=degrees, p=p, q=q)
 config = TrainConfig(epochs=sweep_epochs, batch_size=batch_size, lr=lr,
                      weight_decay=weight_decay)
 device = default_device()
+_ = configure_threads(threads)
 parts = []
 for seed in sweep_seeds:
     x, y = seed_batch(data.x_test, data.y_test, max(n_robust, n_points), seed)

@@ -157,16 +157,16 @@ def test_measure_model_tables_equal_the_former_path(small_trained, bench, monkey
     perturbations = {"fgsm": 0.05, "gaussian_noise": 2}
     new = measure_model(model, x, y, perturbations, DistanceSpec(), **kwargs)
 
-    def old_rips(points, degrees=(0, 1), n_perm=None, *, distances=None):
+    def old_rips(points, degrees=(0, 1), n_perm=None, *, distances=None):  # noqa: ARG001
         return bench.old_rips_diagrams(points, degrees)
 
-    def old_pairwise(points, name="points"):
+    def old_pairwise(points, name="points"):  # noqa: ARG001
         return squareform(pdist(np.asarray(points, dtype=np.float64)))
 
     for module in (mt, ex):
         monkeypatch.setattr(module, "rips_diagrams", old_rips)
         monkeypatch.setattr(module, "pairwise_distances", old_pairwise)
-    monkeypatch.setattr(ex, "_displacement_ratio", lambda c, p, s, reduce:
+    monkeypatch.setattr(ex, "_displacement_ratio", lambda c, p, _s, reduce:
                         baselines.displacement_ratio(c, p, reduce=reduce))
     # ex._rtd_lite now receives pdist matrices: the computation of baselines.rtd_lite
     old = measure_model(model, x, y, perturbations, DistanceSpec(), **kwargs)

@@ -368,7 +368,7 @@ def check_points(points, name: str = "points") -> np.ndarray:
     >>> check_points([[0.0, float("nan")], [1, 1]], name="activations at 'block1'")
     Traceback (most recent call last):
     ...
-    ValueError: activations at 'block1': expected finite coordinates, got NaN in row 0 (1 bad rows of 2); drop or repair these samples (a diverged activation?) before computing diagrams
+    ValueError: activations at 'block1': expected finite coordinates, got NaN in row 0 ...
     """
     X = _real_array(points, name, "shape (m, d), one row per sample (flatten each sample's "
                     "activations into one row)", copy=False)
@@ -680,7 +680,8 @@ def rips_diagrams(points, degrees=(0, 1), n_perm: int | None = None, *,
     ValueError
         If ``points`` is not a 2-d real numeric array, has fewer than 2 rows or
         a NaN/inf coordinate; if its nonzero pairwise distances span more than
-        float32's range, or exceed float64's (see Notes); if ``degrees`` is not a non-empty sequence of
+        float32's range, or exceed float64's (see Notes); if ``degrees`` is not a non-empty
+        sequence of
         distinct non-negative ints; if ``n_perm`` is not an int ``>= 2``; if ``distances``
         is not a finite nonnegative ``(m, m)`` matrix with a zero diagonal.
 

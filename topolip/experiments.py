@@ -536,7 +536,9 @@ def ood_resamples(model: nn.Module, x: torch.Tensor, ood: Mapping[str, torch.Ten
     ood : mapping of str to torch.Tensor of shape (m', C, H, W)
         ``{set name: images}``, as for :func:`measure_ood`.
     spec : DistanceSpec
+        Degrees, Wasserstein order ``p`` and ground metric ``q``.
     n_resamples : int, default=20
+        Bootstrap resamples ``B`` of each batch.
     seed : int, default=0
         Seed of the resampled indices (the same for every model of a seed: paired).
 

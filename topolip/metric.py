@@ -178,6 +178,8 @@ def topological_displacement(clean: np.ndarray, perturbed: np.ndarray,
         dimension.
     spec : DistanceSpec
         Degrees, order ``p`` and ground metric ``q``.
+    n_perm : int, optional
+        Greedy-permutation subsample size for the diagrams (see ``rips_diagrams``).
 
     Returns
     -------

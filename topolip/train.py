@@ -252,7 +252,8 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
         If ``x`` and ``y`` disagree in length or are empty.
     """
     if len(x) != len(y) or len(x) == 0:
-        raise ValueError(f"x and y must be non-empty and of equal length, got {len(x)} and {len(y)}")
+        raise ValueError(f"x and y must be non-empty and of equal length, got {len(x)} and "
+                         f"{len(y)}")
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()

@@ -505,6 +505,8 @@ SCHEMA: dict[str, Param] = {p.name: p for p in (
     _P("batch_size", _Int(1), "training batch size"),
     _P("lr", _Float(0.0, lo_open=True), "AdamW learning rate"),
     _P("weight_decay", _Float(0.0), "AdamW weight decay"),
+    _P("threads", _Optional(_Int(1)), "torch CPU threads of training (null: torch's default; "
+       "1 on a shared machine)"),
     # TopoLip
     _P("n_points", _Int(2), "test images per point cloud (<= n_test)"),
     _P("degrees", _List(_Int(0)), "homological degrees of the diagrams"),
