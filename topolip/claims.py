@@ -325,7 +325,10 @@ def smoothness_predicts_robustness(claim: Claim,
                                    tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
     """Lower model TopoLip goes with a smaller accuracy drop (``smoothness`` table of
     :func:`smoothness_table`): τ > 0 with Holm-adjusted p < ``alpha`` supports, τ < 0
-    contradicts; every architecture needs at least :data:`topolip.stats.MIN_SEEDS` seeds."""
+    contradicts; every architecture needs at least :data:`topolip.stats.MIN_SEEDS` seeds.
+
+    Holm's correction spans every row of the claim (kinds, responses, with and without the
+    clean accuracy partialled out, the stratified tests), as for every other claim."""
     o = claim.options
     t = _tables(tables, o.get("table", "smoothness"))
     summary = _tables(tables, "topolip_summary")
@@ -333,6 +336,7 @@ def smoothness_predicts_robustness(claim: Claim,
     enough = len(seeds) > 0 and int(seeds.min()) >= stats.MIN_SEEDS
     alpha = float(o.get("alpha", 0.05))
     out = []
+    t = t.assign(p_adjusted=stats.holm(t["pvalue"].to_numpy(dtype=float)))
     for r in t.itertuples():
         if not enough:
             verdict = "not enough seeds"
@@ -348,7 +352,7 @@ def smoothness_predicts_robustness(claim: Claim,
                            detail=f"{r.n} models; permutation test"
                            + (", ranks residualised on clean accuracy" if r.partial else "")
                            + (", pairings permuted within kind" if r.group == "stratified"
-                              else ", Holm over kinds")))
+                              else "") + "; Holm over the claim's rows"))
     return out
 
 
