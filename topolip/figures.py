@@ -444,7 +444,7 @@ def plot_topolip_vs_accuracy(table: pd.DataFrame, *, measure: str = "end_to_end_
     >>> t = pd.DataFrame({"arch": ["vit", "resnet", "vit"], "perturbation": ["fgsm"] * 3,
     ...                   "end_to_end_scale_free": [1.0, 2, 3], "accuracy_drop": [0.1, 0.2, 0.3]})
     >>> fig = plot_topolip_vs_accuracy(t); fig.axes[0].get_title()
-    'FGSM: τ = 1.00 (n = 3)'
+    'FGSM\\nτ = 1.00 (n = 3)'
     >>> plt.close(fig)
     """
     from .stats import kendall_tau
@@ -453,7 +453,7 @@ def plot_topolip_vs_accuracy(table: pd.DataFrame, *, measure: str = "end_to_end_
     kinds = list(dict.fromkeys(table["perturbation"]))
     ncols = min(ncols, len(kinds))
     nrows = -(-len(kinds) // ncols)
-    height = 2.0 * nrows + 0.7
+    height = 2.3 * nrows + 0.7
     fig, axes = plt.subplots(nrows, ncols, figsize=(FIG_WIDTH, height), squeeze=False,
                              sharey=True)
     palette = _palette(table[hue])
@@ -466,8 +466,8 @@ def plot_topolip_vs_accuracy(table: pd.DataFrame, *, measure: str = "end_to_end_
                        label=_name(h) if kind == kinds[0] else None, alpha=0.85)
         tau = kendall_tau(part[measure], part[y])
         n = int(part[[measure, y]].notna().all(axis=1).sum())
-        ax.set_title(f"{_name(kind)}: τ = {tau:.2f} (n = {n})" if np.isfinite(tau)
-                     else f"{_name(kind)}: τ undefined (n = {n})")
+        ax.set_title(f"{_name(kind)}\nτ = {tau:.2f} (n = {n})" if np.isfinite(tau)
+                     else f"{_name(kind)}\nτ undefined (n = {n})")
         if (part[measure] > 0).all():
             ax.set_xscale("log")
             ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
