@@ -100,7 +100,7 @@ summary = read_table(tables / "topolip_summary.csv")
 seeds = sorted(int(s) for s in models["seed"].unique())
 _ = publish_figure(plot_noise_floor(table), "fig-noise-floor", results_dir=results_dir,
                    notebook="02_topolip", tables=("topolip.csv",), params=params, seeds=seeds)
-table["flag"] = table["flag"].fillna("")  # an empty flag is read back from CSV as NaN
+table["flag"] = table["flag"].astype(object).fillna("")  # an empty flag is read back from CSV as NaN
 ratios = table[table["depth"] > 0]
 n_flagged = int((ratios["flag"] != "").sum())
 glue_number("tl-n-models", len(models), "{}")

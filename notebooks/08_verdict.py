@@ -131,19 +131,20 @@ _ = glue_number("headline-envelope-ratio", float(env["effect"].iloc[0]) if len(e
 
 # %% tags=["remove-input"]
 view = verdicts[verdicts["claim"] != "envelope"].copy()
-view["interval"] = [f"[{lo:.3g}, {hi:.3g}]" if pd.notna(lo) else "—"
-                    for lo, hi in zip(view["low"], view["high"], strict=True)]
-view["comparison"] = [" vs ".join(ARCH_LABELS.get(a, a) for a in c.split(" vs "))
-                      for c in view["comparison"]]
-view["group"] = view["group"].map(kind_label)
-show_table(view[["claim", "comparison", "group", "effect", "interval", "p_adjusted", "n_seeds",
+view["comparison"] = [" vs ".join(ARCH_LABELS.get(a, a) for a in c.split(" vs ")) + ", "
+                      + kind_label(g) for c, g in zip(view["comparison"], view["group"],
+                                                      strict=True)]
+view["effect (95% interval)"] = [
+    f"{e:.3g} [{lo:.3g}, {hi:.3g}]" if pd.notna(lo) else f"{e:.3g}"
+    for e, lo, hi in zip(view["effect"], view["low"], view["high"], strict=True)]
+show_table(view[["claim", "comparison", "effect (95% interval)", "p_adjusted", "n_seeds",
                  "verdict"]],
-           columns={"claim": "claim", "comparison": "comparison", "group": "perturbation / set",
-                    "effect": "effect", "interval": "95% interval", "p_adjusted": "Holm p",
-                    "n_seeds": "seeds", "verdict": "verdict"}, digits=3,
-           na_reason="no interval for a rank correlation (its permutation p-value decides)",
-           caption="Every comparison: effect (attention − convolution, or Kendall τ), its "
-                   "interval, Holm-adjusted p-value, seeds per side, verdict.")
+           columns={"claim": "claim", "comparison": "comparison",
+                    "effect (95% interval)": "effect (95% interval)",
+                    "p_adjusted": "Holm p", "n_seeds": "seeds", "verdict": "verdict"}, digits=3,
+           caption="Every comparison: effect (attention − convolution, or Kendall τ for a rank "
+                   "correlation, whose permutation p-value decides), its interval, "
+                   "Holm-adjusted p-value, seeds per side, verdict.")
 
 # %% [markdown]
 # **Caveats.** The verdicts are about this run: small models, short training, MNIST digits in

@@ -63,7 +63,7 @@ _ = write_table(study, tables / "measure_study.csv", params)
 
 # %% tags=["remove-input"]
 study = read_table(tables / "measure_study.csv")
-study["comparison"] = study["comparison"].fillna("")  # an empty cell is read back as NaN
+study["comparison"] = study["comparison"].astype(object).fillna("")  # an empty cell is read back as NaN
 models = read_table(tables / "models.csv")
 seeds = sorted(int(s) for s in models["seed"].unique())
 _ = publish_figure(plot_measure_study(study), "fig-measure-study", results_dir=results_dir,

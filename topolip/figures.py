@@ -896,7 +896,8 @@ def plot_noise_floor(table: pd.DataFrame, *, ncols: int = 4,
                     marker=ARCH_MARKERS.get(arch, "o"), ms=4, lw=1.5,
                     label=_name(arch) if kind == kinds[0] else None)
             ax.plot(d["depth"], d["noise_floor_scale_free"], color=color, ls="--", lw=1)
-        ax.set_yscale("log")
+        _log_axis(ax)
+        ax.yaxis.set_minor_formatter(mticker.NullFormatter())  # small panels: majors only
         ax.set_title(_name(kind))
         ax.set_xlabel("probe depth ℓ")
     for ax in axes.flat[len(kinds):]:
