@@ -44,6 +44,7 @@ lint: install
 ## make bench: speed and memory against the reference tools (prints ratios)
 bench: install
 	$(BIN)/python benchmarks/bench_distances.py
+	$(BIN)/python benchmarks/bench_topolip.py
 
 ## make lock: re-pin requirements.lock from the current .venv (after changing pyproject.toml)
 lock:
