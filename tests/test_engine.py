@@ -117,10 +117,12 @@ def test_baselines_from_matrices_equal_the_baselines():
     pert = {k: v + 0.1 * rng.normal(size=v.shape) for k, v in clean.items()}
     scales = {k: float(np.median(pdist(v))) for k, v in clean.items()}
     for reduce in ("max", "mean"):
-        assert ex._displacement_ratio(clean, pert, scales, reduce) == pytest.approx(
-            baselines.displacement_ratio(clean, pert, reduce=reduce), rel=1e-12)
+        assert baselines.displacement_ratio(clean, pert, reduce=reduce, scales=scales) == (
+            pytest.approx(baselines.displacement_ratio(clean, pert, reduce=reduce), rel=1e-12))
     for k in clean:
-        got = ex._rtd_lite(pairwise_distances(clean[k]), pairwise_distances(pert[k]), scales[k])
+        got = baselines.rtd_lite(clean[k], pert[k], scale=scales[k],
+                                 distances=(pairwise_distances(clean[k]),
+                                            pairwise_distances(pert[k])))
         assert got == pytest.approx(baselines.rtd_lite(clean[k], pert[k], scale=scales[k]),
                                     rel=1e-10)
         assert got > 0
@@ -166,9 +168,11 @@ def test_measure_model_tables_equal_the_former_path(small_trained, bench, monkey
     for module in (mt, ex):
         monkeypatch.setattr(module, "rips_diagrams", old_rips)
         monkeypatch.setattr(module, "pairwise_distances", old_pairwise)
-    monkeypatch.setattr(ex, "_displacement_ratio", lambda c, p, _s, reduce:
-                        baselines.displacement_ratio(c, p, reduce=reduce))
-    # ex._rtd_lite now receives pdist matrices: the computation of baselines.rtd_lite
+    ratio, rtd = baselines.displacement_ratio, baselines.rtd_lite
+    monkeypatch.setattr(baselines, "displacement_ratio", lambda c, p, reduce, scales:  # noqa: ARG005
+                        ratio(c, p, reduce=reduce))
+    monkeypatch.setattr(baselines, "rtd_lite", lambda a, b, scale, name, distances:  # noqa: ARG005
+                        rtd(a, b, scale=scale, name=name))
     old = measure_model(model, x, y, perturbations, DistanceSpec(), **kwargs)
     for name in ("layers", "summary", "resamples"):
         pd.testing.assert_frame_equal(getattr(new, name), getattr(old, name), rtol=1e-9)

@@ -53,7 +53,8 @@ def _paired(clean, perturbed, name: str) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def paired_displacement(clean, perturbed, *, reduce: str = "max", name: str = "cloud") -> float:
+def paired_displacement(clean, perturbed, *, reduce: str = "max", name: str = "cloud",
+                        scale: float | None = None) -> float:
     """Scale-free paired displacement ``reduce_i ‖a_i − b_i‖ / s`` of one layer.
 
     ``s`` is the median pairwise distance of the clean cloud (the scale of the scale-free
@@ -68,6 +69,8 @@ def paired_displacement(clean, perturbed, *, reduce: str = "max", name: str = "c
         Reduction of the per-point displacements over the ``m`` points.
     name : str
         Used in error messages.
+    scale : float, optional
+        ``s`` when already known (e.g. from the cloud's distance matrix); default: computed.
 
     Returns
     -------
@@ -88,15 +91,15 @@ def paired_displacement(clean, perturbed, *, reduce: str = "max", name: str = "c
     if reduce not in ("max", "mean"):
         raise ValueError(f"reduce must be 'max' or 'mean', got {reduce!r}")
     a, b = _paired(clean, perturbed, name)
-    s = float(np.median(pdist(a)))
-    if s <= 0:
+    s = float(np.median(pdist(a))) if scale is None else float(scale)
+    if not s > 0:
         raise ValueError(f"{name}: all clean points coincide, the scale is 0")
     d = np.linalg.norm(a - b, axis=1)
     return float((d.max() if reduce == "max" else d.mean()) / s)
 
 
 def displacement_ratio(clean: Mapping[str, np.ndarray], perturbed: Mapping[str, np.ndarray],
-                       *, reduce: str = "max") -> float:
+                       *, reduce: str = "max", scales: Mapping[str, float] | None = None) -> float:
     r"""Euclidean displacement ratio of a network, ``(ε_L/s_L) / (ε_0/s_0)``: no topology.
 
     Parameters
@@ -106,6 +109,8 @@ def displacement_ratio(clean: Mapping[str, np.ndarray], perturbed: Mapping[str, 
         :func:`topolip.models.collect_activations`).
     reduce : {"max", "mean"}, default="max"
         Max (``ε_ℓ``) or mean paired displacement, see :func:`paired_displacement`.
+    scales : mapping of str to float, optional
+        ``{label: s_ℓ}`` when already known; default: computed from the clean clouds.
 
     Returns
     -------
@@ -128,8 +133,11 @@ def displacement_ratio(clean: Mapping[str, np.ndarray], perturbed: Mapping[str, 
         raise ValueError(f"clean and perturbed must have the same >= 2 probe labels, got "
                          f"{labels} and {list(perturbed)}")
     first, last = labels[0], labels[-1]
-    d0 = paired_displacement(clean[first], perturbed[first], reduce=reduce, name=repr(first))
-    dl = paired_displacement(clean[last], perturbed[last], reduce=reduce, name=repr(last))
+    scales = scales or {}
+    d0 = paired_displacement(clean[first], perturbed[first], reduce=reduce, name=repr(first),
+                             scale=scales.get(first))
+    dl = paired_displacement(clean[last], perturbed[last], reduce=reduce, name=repr(last),
+                             scale=scales.get(last))
     return dl / d0 if d0 > 0 else math.nan
 
 
@@ -175,7 +183,8 @@ def _cross_barcode_length(da: np.ndarray, db: np.ndarray) -> float:
     return float(np.sum(w - joint[u, v]))
 
 
-def rtd_lite(clean, perturbed, *, scale: float | None = None, name: str = "cloud") -> float:
+def rtd_lite(clean, perturbed, *, scale: float | None = None, name: str = "cloud",
+             distances: tuple[np.ndarray, np.ndarray] | None = None) -> float:
     r"""Symmetric H0 cross-barcode length of paired clouds, in the spirit of RTD-Lite.
 
     Parameters
@@ -187,6 +196,9 @@ def rtd_lite(clean, perturbed, *, scale: float | None = None, name: str = "cloud
         of the clean cloud, making the value scale-free like the scale-free TopoLip).
     name : str
         Used in error messages.
+    distances : (ndarray, ndarray) of shape (m, m), optional
+        The two clouds' Euclidean distance matrices when already computed (e.g. by
+        :func:`topolip.diagrams.pairwise_distances`); default: computed here.
 
     Returns
     -------
@@ -225,9 +237,15 @@ def rtd_lite(clean, perturbed, *, scale: float | None = None, name: str = "cloud
     0.0
     """
     a, b = _paired(clean, perturbed, name)
-    da, db = squareform(pdist(a)), squareform(pdist(b))
+    if distances is None:
+        da, db = squareform(pdist(a)), squareform(pdist(b))
+    else:
+        da, db = (np.asarray(d, dtype=np.float64) for d in distances)
+        if da.shape != (len(a), len(a)) or db.shape != da.shape:
+            raise ValueError(f"{name}: distances must be two ({len(a)}, {len(a)}) matrices, got "
+                             f"{da.shape} and {db.shape}")
     if scale is None:
-        scale = float(np.median(pdist(a)))
+        scale = float(np.median(da[np.triu_indices(len(a), 1)]))
         if scale <= 0:
             raise ValueError(f"{name}: all clean points coincide, the scale is 0")
     elif not (isinstance(scale, int | float) and math.isfinite(scale) and scale > 0):

@@ -198,26 +198,6 @@ def _noise_floor(clean: Mapping[str, np.ndarray], floor: Mapping[str, np.ndarray
             for label in clean}
 
 
-def _rtd_lite(da: np.ndarray, db: np.ndarray, scale: float) -> float:
-    """:func:`topolip.baselines.rtd_lite` of two paired clouds from their distance matrices."""
-    da, db = da / scale, db / scale
-    value = 0.5 * (baselines._cross_barcode_length(da, db)
-                   + baselines._cross_barcode_length(db, da))
-    return max(value, 0.0)
-
-
-def _displacement_ratio(clean: Mapping[str, np.ndarray], pert: Mapping[str, np.ndarray],
-                        scales: Mapping[str, float], reduce: str) -> float:
-    """:func:`topolip.baselines.displacement_ratio` with the clean scales already known."""
-    first, last = list(clean)[0], list(clean)[-1]
-    out = []
-    for label in (first, last):
-        d = np.linalg.norm(np.asarray(clean[label], dtype=np.float64)
-                           - np.asarray(pert[label], dtype=np.float64), axis=1)
-        out.append(float((d.max() if reduce == "max" else d.mean()) / scales[label]))
-    return out[1] / out[0] if out[0] > 0 else math.nan
-
-
 def measure_model(
     model: nn.Module,
     x: torch.Tensor,
@@ -371,11 +351,15 @@ def measure_model(
                                  if acc_clean > 1 / classes else math.nan)}
         if baseline_measures:
             first, last = list(clean)[0], list(clean)[-1]
-            r0 = _rtd_lite(clean_d[first], pert_d[first], scales[first])
-            rl = _rtd_lite(clean_d[last], pert_d[last], scales[last])
+            r0, rl = (baselines.rtd_lite(clean[k], pert[k], scale=scales[k], name=repr(k),
+                                         distances=(clean_d[k], pert_d[k]))
+                      for k in (first, last))
             row.update(
-                displacement_ratio_max=_displacement_ratio(clean, pert, scales, "max"),
-                displacement_ratio_mean=_displacement_ratio(clean, pert, scales, "mean"),
+                displacement_ratio_max=baselines.displacement_ratio(clean, pert, reduce="max",
+                                                                    scales=scales),
+                displacement_ratio_mean=baselines.displacement_ratio(clean, pert,
+                                                                     reduce="mean",
+                                                                     scales=scales),
                 rtd_lite_ratio=rl / r0 if r0 > 0 else math.nan,
                 cka_distance=baselines.cka_distance(clean[last], pert[last], name=repr(last)),
                 **model_level)
