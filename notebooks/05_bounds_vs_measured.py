@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from topolip.attacks import PERTURBATIONS, perturb
+from topolip.attacks import PERTURBATIONS, check_strength, perturb
 from topolip.bounds import layer_bounds
 from topolip.data import load_dataset
 from topolip.experiments import seed_batch
@@ -105,11 +105,9 @@ for row in models.itertuples():
     local.insert(2, "perturbation", "none (local)")
     parts.append(local)
     for kind in paired_kinds:
-        key = "severity" if PERTURBATIONS[kind] == "severity" else "eps"
-        strength = (int(topolip_strengths[kind]) if key == "severity"
-                    else float(topolip_strengths[kind]))
+        strength = {PERTURBATIONS[kind]: check_strength(kind, topolip_strengths[kind])}
         options = {"steps": pgd_steps} if kind == "pgd" else {}
-        x_t = perturb(kind, model, x_eval, y_eval, seed=row.seed, **{key: strength},
+        x_t = perturb(kind, model, x_eval, y_eval, seed=row.seed, **strength,
                       **options)[:n_points]
         chain = layer_bounds(model, x, x_t, estimate=False)
         chain.insert(0, "arch", row.arch)

@@ -33,7 +33,7 @@ from torch import nn
 
 from .corruptions import CORRUPTIONS, corrupt
 
-__all__ = ["ATTACKS", "PERTURBATIONS", "fgsm", "perturb", "pgd", "random_sign"]
+__all__ = ["ATTACKS", "PERTURBATIONS", "check_strength", "fgsm", "perturb", "pgd", "random_sign"]
 
 #: Gradient attacks, run through torchattacks.
 ATTACKS: tuple[str, ...] = ("fgsm", "pgd")
@@ -241,6 +241,44 @@ def random_sign(x: torch.Tensor, eps: float, *, seed: int = 0) -> torch.Tensor:
     gen = torch.Generator().manual_seed(int(seed))
     signs = torch.randint(0, 2, x.shape, generator=gen).to(x.dtype) * 2 - 1
     return (x.detach() + eps * signs.to(x.device)).clamp(0.0, 1.0)
+
+
+def check_strength(kind: str, value) -> float | int:
+    """A strength of ``kind`` as :func:`perturb` takes it: ``eps`` (float, pixel units) for
+    attacks and random-sign noise, ``severity`` (int) for corruptions.
+
+    Parameters
+    ----------
+    kind : str
+        A key of :data:`PERTURBATIONS`.
+    value : float
+        The strength; its name (``eps`` or ``severity``) is ``PERTURBATIONS[kind]``.
+
+    Returns
+    -------
+    float or int
+
+    Raises
+    ------
+    ValueError
+        For an unknown kind, a non-finite or non-numeric value, or a fractional severity.
+
+    Examples
+    --------
+    >>> check_strength("fgsm", 1 / 4), check_strength("contrast", 3.0)
+    (0.25, 3)
+    >>> {PERTURBATIONS["contrast"]: check_strength("contrast", 3)}
+    {'severity': 3}
+    """
+    if kind not in PERTURBATIONS:
+        raise ValueError(f"unknown perturbation {kind!r}; known: {list(PERTURBATIONS)}")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"strength of {kind!r} must be a finite number, got {value!r}")
+    if PERTURBATIONS[kind] == "severity":
+        if int(value) != value:
+            raise ValueError(f"severity of {kind!r} must be an integer 0..5, got {value!r}")
+        return int(value)
+    return float(value)
 
 
 def perturb(kind: str, model: nn.Module | None, x: torch.Tensor, y: torch.Tensor | None, *,

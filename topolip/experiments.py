@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from . import baselines
-from .attacks import PERTURBATIONS, perturb
+from .attacks import PERTURBATIONS, check_strength, perturb
 from .diagrams import pairwise_distances, rips_diagrams
 from .distances import diagram_distance
 from .metric import DistanceSpec, layer_diagrams, median_pairwise_distance, summarize, topolip_table
@@ -75,11 +75,6 @@ def seed_batch(x: torch.Tensor, y: torch.Tensor, n: int, seed: int, *,
     perm = torch.randperm(len(x), generator=torch.Generator().manual_seed(int(seed)))
     idx = perm[offset:offset + n]
     return x[idx], y[idx]
-
-
-def _strength(kind: str, strength: float) -> dict:
-    key = PERTURBATIONS[kind]
-    return {key: int(strength) if key == "severity" else float(strength)}
 
 
 @torch.no_grad()
@@ -316,7 +311,7 @@ def measure_model(
     rng = np.random.default_rng(seed)
     layers, summary, resamples = [], [], []
     for kind, strength in perturbations.items():
-        value = _strength(kind, strength)
+        value = {PERTURBATIONS[kind]: check_strength(kind, strength)}
         options = {"steps": pgd_steps} if kind == "pgd" else {}
         x_t = perturb(kind, model, x, y, seed=seed, **value, **options)
         correct_t, _ = _correct(model, x_t, y)

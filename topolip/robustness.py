@@ -19,7 +19,6 @@ References
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -27,7 +26,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from .attacks import PERTURBATIONS, perturb
+from .attacks import PERTURBATIONS, check_strength, perturb
 from .data import ImageSplit, load_ood
 from .train import accuracy
 
@@ -35,17 +34,6 @@ __all__ = [
     "load_ood_batches", "max_softmax", "ood_auroc_resamples", "ood_behaviour",
     "robustness_curves", "topolip_vs_accuracy",
 ]
-
-
-def _strength(kind: str, value: float) -> float | int:
-    """A strength of ``kind`` as the type :func:`topolip.attacks.perturb` takes, checked."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise ValueError(f"strength of {kind!r} must be a finite number, got {value!r}")
-    if PERTURBATIONS[kind] == "severity":
-        if int(value) != value:
-            raise ValueError(f"severity of {kind!r} must be an integer 0..5, got {value!r}")
-        return int(value)
-    return float(value)
 
 
 def robustness_curves(
@@ -120,7 +108,7 @@ def robustness_curves(
         if isinstance(values, str | bytes) or not isinstance(values, Sequence) or not values:
             raise ValueError(f"strengths[{kind!r}] must be a non-empty list of strengths, "
                              f"got {values!r}")
-        checked[kind] = [_strength(kind, v) for v in values]
+        checked[kind] = [check_strength(kind, v) for v in values]
     acc_clean = accuracy(model, x, y)
     rows = []
     for kind, values in checked.items():
