@@ -28,7 +28,7 @@ from pathlib import Path
 
 from topolip.figures import plot_end_to_end, plot_topolip_by_layer
 from topolip.pipeline import publish_figure, read_table
-from topolip.report import ARCH_LABELS, glue_number, show_parameters, show_table
+from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
 
 tables = Path(results_dir) / "tables"
 table = read_table(tables / "topolip.csv")
@@ -42,14 +42,13 @@ show_parameters({"results_dir": Path(results_dir).name, "tables read": "topolip.
 depth = table.groupby("arch")["depth"].max().rename("L")
 summary = summary.merge(depth, on="arch")
 kinds = list(dict.fromkeys(summary["perturbation"]))
-names = {"fgsm": "FGSM", "gaussian_noise": "Gaussian noise"}
 _ = publish_figure(plot_end_to_end(summary), "fig-compare-end-to-end", results_dir=results_dir,
                    notebook="03_compare", tables=("topolip_summary.csv",), seeds=seeds)
 _ = publish_figure(plot_topolip_by_layer(table), "fig-compare-by-layer", results_dir=results_dir,
                    notebook="03_compare", tables=("topolip.csv",), seeds=seeds)
 e2e = summary.groupby(["perturbation", "arch"])["end_to_end_scale_free"].mean().unstack()
 first = e2e.loc[kinds[0]].dropna().sort_values()
-glue_number("e2e-kind", names.get(kinds[0], kinds[0]), "{}")
+glue_number("e2e-kind", kind_label(kinds[0]), "{}")
 glue_number("e2e-smoothest-arch", ARCH_LABELS.get(first.index[0], first.index[0]), "{}")
 glue_number("e2e-smoothest", first.iloc[0])
 glue_number("e2e-roughest-arch", ARCH_LABELS.get(first.index[-1], first.index[-1]), "{}")
@@ -60,7 +59,7 @@ rankings = []
 for kind, row in e2e.iterrows():
     row = row.dropna().sort_values()
     order = " < ".join(f"{ARCH_LABELS.get(a, a)} ({v:.3g})" for a, v in row.items())
-    rankings.append(f"{names.get(kind, kind)}: {order}")
+    rankings.append(f"{kind_label(kind)}: {order}")
 glue_number("e2e-rankings", "; ".join(rankings), "{}")
 both = e2e.dropna(axis=1)
 if {"vit", "resnet"} <= set(both.columns):
@@ -120,7 +119,7 @@ per_arch = (summary.groupby(["perturbation", "arch"], sort=False)
                  geometric_mean_scale_free=("geometric_mean_scale_free", "mean"),
                  L=("L", "first"), seeds=("seed", "nunique"))
             .reset_index())
-per_arch["perturbation"] = per_arch["perturbation"].map(lambda k: names.get(k, k))
+per_arch["perturbation"] = per_arch["perturbation"].map(kind_label)
 show_table(per_arch, columns={"perturbation": "perturbation", "arch": "architecture",
                               "end_to_end_scale_free": "Δˢᶠ_L / Δˢᶠ_0 (primary)",
                               "end_to_end": "Δ_L / Δ_0 (raw)",
