@@ -56,18 +56,12 @@ from torchvision.models.vision_transformer import EncoderBlock, MLPBlock
 
 import topolip.bounds as tb
 from topolip.figures import plot_attention_scaling, plot_conv_scaling
-from topolip.pipeline import publish_figure
+from topolip.pipeline import notebook_parameters, publish_figure
 from topolip.report import glue_number, show_parameters, show_table
 
 torch.manual_seed(theory_seed)
 gen = torch.Generator().manual_seed(theory_seed)
-params = {"theory_seed": theory_seed, "theory_samples": theory_samples,
-          "theory_n_iter": theory_n_iter, "token_dim": token_dim, "theory_heads": theory_heads,
-          "n_tokens": n_tokens, "theory_channels": theory_channels,
-          "theory_image_size": theory_image_size, "n_grid": n_grid, "radius_grid": radius_grid,
-          "slope_radius": slope_radius, "width_grid": width_grid,
-          "max_estimate_tokens": max_estimate_tokens, "kernel_grid": kernel_grid,
-          "channel_grid": channel_grid, "input_size_grid": input_size_grid}
+params = notebook_parameters(globals(), "00_theory")
 show_parameters(params)
 
 # %% [markdown]

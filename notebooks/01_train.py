@@ -47,7 +47,7 @@ import pandas as pd
 
 from topolip.data import load_dataset
 from topolip.figures import plot_training_curves
-from topolip.pipeline import publish_figure, write_table
+from topolip.pipeline import notebook_parameters, publish_figure, write_table
 from topolip.report import ARCH_LABELS, glue_number, show_parameters, show_table
 from topolip.train import (
     TrainConfig,
@@ -60,9 +60,7 @@ from topolip.train import (
 
 arch_params = {"vit": vit, "resnet": resnet, "attention_stack": attention_stack,
                "conv_stack": conv_stack}
-params = {"dataset": dataset, "n_train": n_train, "n_test": n_test, "split_seed": split_seed,
-          "archs": archs, **{a: arch_params[a] for a in archs}, "seeds": seeds,
-          "epochs": epochs, "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay}
+params = notebook_parameters(globals(), "01_train")
 show_parameters(params)
 
 # %% tags=["hide-input"]

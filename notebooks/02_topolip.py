@@ -58,14 +58,11 @@ from topolip.data import load_dataset
 from topolip.experiments import measure_model, seed_batch
 from topolip.figures import plot_noise_floor
 from topolip.metric import DistanceSpec
-from topolip.pipeline import publish_figure, read_table, write_table
+from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
 from topolip.train import load_trained
 
-params = {"dataset": dataset, "n_train": n_train, "n_test": n_test, "split_seed": split_seed,
-          "n_points": n_points, "n_robust": n_robust, "topolip_strengths": topolip_strengths,
-          "pgd_steps": pgd_steps, "degrees": degrees, "p": p, "q": q, "n_perm": n_perm,
-          "n_image_resamples": n_image_resamples}
+params = notebook_parameters(globals(), "02_topolip")
 show_parameters(params)
 
 # %% tags=["hide-input"]

@@ -47,14 +47,12 @@ from topolip.corruptions import CORRUPTIONS
 from topolip.data import load_dataset
 from topolip.experiments import seed_batch
 from topolip.figures import plot_accuracy_curves, plot_topolip_vs_accuracy
-from topolip.pipeline import publish_figure, read_table, write_table
+from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
 from topolip.robustness import robustness_curves
 from topolip.train import load_trained
 
-params = {"dataset": dataset, "n_train": n_train, "n_test": n_test, "split_seed": split_seed,
-          "n_robust": n_robust, "attack_eps": attack_eps, "pgd_steps": pgd_steps,
-          "severities": severities}
+params = notebook_parameters(globals(), "04_robustness")
 show_parameters(params)
 
 # %% tags=["hide-input"]

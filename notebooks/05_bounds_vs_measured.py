@@ -58,7 +58,7 @@ from topolip.bounds import layer_bounds
 from topolip.data import load_dataset
 from topolip.experiments import seed_batch
 from topolip.figures import plot_bounds_vs_measured
-from topolip.pipeline import publish_figure, read_table, write_table
+from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, show_parameters, show_table
 from topolip.train import load_trained
 
@@ -81,10 +81,7 @@ if unknown:
     raise ValueError(f"bound_kinds {unknown} are not measured: they must be kinds of "
                      f"topolip_strengths {sorted(topolip_strengths)}")
 paired_kinds = [k for k in bound_kinds if k in set(measured["perturbation"])]
-params = {"dataset": dataset, "n_points": n_points, "n_robust": n_robust,
-          "topolip_strengths": {k: topolip_strengths[k] for k in bound_kinds},
-          "pgd_steps": pgd_steps, "estimate_samples": estimate_samples,
-          "n_iter": estimate_n_iter}
+params = notebook_parameters(globals(), "05_bounds_vs_measured")
 show_parameters(params)
 
 # %% tags=["hide-input"]

@@ -52,14 +52,12 @@ from topolip.data import load_dataset
 from topolip.experiments import measure_ood, model_summaries, ood_resamples, seed_batch
 from topolip.figures import plot_end_to_end, plot_ood_behaviour
 from topolip.metric import DistanceSpec
-from topolip.pipeline import publish_figure, read_table, write_table
+from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
 from topolip.robustness import load_ood_batches, ood_auroc_resamples, ood_behaviour
 from topolip.train import load_trained
 
-params = {"dataset": dataset, "n_train": n_train, "n_test": n_test, "split_seed": split_seed,
-          "n_points": n_points, "degrees": degrees, "p": p, "q": q, "n_perm": n_perm,
-          "ood_sets": ood_sets, "n_ood": n_ood, "n_image_resamples": n_image_resamples}
+params = notebook_parameters(globals(), "06_ood")
 show_parameters(params)
 
 # %% tags=["hide-input"]

@@ -66,17 +66,12 @@ from topolip.data import load_dataset
 from topolip.experiments import seed_batch
 from topolip.figures import plot_sweep
 from topolip.metric import DistanceSpec
-from topolip.pipeline import publish_figure, read_table, write_table
+from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters
 from topolip.sweeps import run_sweep
 from topolip.train import TrainConfig, configure_threads, default_device
 
-params = {"dataset": dataset, "n_train": n_train, "n_test": n_test, "split_seed": split_seed,
-          "n_points": n_points, "n_robust": n_robust, "pgd_steps": pgd_steps,
-          "degrees": degrees, "p": p, "q": q, "n_perm": n_perm, "batch_size": batch_size,
-          "lr": lr, "weight_decay": weight_decay, "sweep_epochs": sweep_epochs,
-          "sweep_seeds": sweep_seeds, "sweep_perturbations": sweep_perturbations,
-          "sweeps": sweeps}
+params = notebook_parameters(globals(), "07_sweeps")
 show_parameters(params)
 
 # %% tags=["hide-input"]

@@ -36,10 +36,10 @@ import pandas as pd
 
 from topolip.claims import evaluate, load_claims
 from topolip.figures import plot_verdicts
-from topolip.pipeline import publish_figure, read_table, write_table
+from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
 
-params = {"alpha": alpha, "claims": "data/claims.yml"}
+params = {**notebook_parameters(globals(), "08_verdict"), "claims": "data/claims.yml"}
 show_parameters(params)
 
 # %% tags=["hide-input"]

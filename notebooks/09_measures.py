@@ -46,10 +46,10 @@ from pathlib import Path
 
 from topolip.figures import plot_measure_study
 from topolip.measure_study import MEASURES, measure_population, measure_study
-from topolip.pipeline import publish_figure, read_table, write_table
+from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import glue_number, kind_label, show_parameters, show_table
 
-params = {"n_boot": n_boot, "alpha": alpha}
+params = notebook_parameters(globals(), "09_measures")
 show_parameters({**params, "tables read": "topolip_summary.csv, sweeps.csv"})
 
 # %% tags=["hide-input"]

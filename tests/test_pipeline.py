@@ -350,3 +350,21 @@ def test_citation_and_the_one_repository_link():
     assert {"binderhub_url", "colab_url"} <= set(config["launch_buttons"])
     reproduce = (ROOT / "book/reproduce.md").read_text()
     assert reproduce.count("## How to cite") == 1 and "arXiv:2410.17628" in reproduce
+
+
+def test_notebook_parameters_follow_the_parameters_cell():
+    """Every notebook of the chain records exactly its declared parameters, locations left out."""
+    import jupytext
+
+    from topolip.pipeline import ParameterError, chain, declared_parameters, notebook_parameters
+
+    for path in chain("."):
+        declared = declared_parameters(jupytext.read(path))
+        namespace = {name: i for i, name in enumerate(declared)}
+        got = notebook_parameters(namespace, path.stem)
+        assert list(got) == [n for n in declared if n not in ("results_dir", "data_root")]
+        assert all(got[n] == namespace[n] for n in got)
+    with pytest.raises(ParameterError, match=r"\['alpha'\] are declared"):
+        notebook_parameters({"n_boot": 10}, "09_measures")
+    with pytest.raises(ParameterError, match="no notebook source"):
+        notebook_parameters({}, "99_missing")

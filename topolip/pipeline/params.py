@@ -195,6 +195,63 @@ def declared_parameters(nb, *, name: str = "notebook") -> dict[str, str]:
     return declared
 
 
+#: Parameters that say where things are, not what was computed: left out of the parameters a
+#: table or figure records (:func:`notebook_parameters`).
+LOCATION_PARAMETERS = ("results_dir", "data_root")
+
+
+def notebook_parameters(namespace: Mapping[str, Any], notebook: str, *,
+                        root: str | Path = ".",
+                        exclude: Iterable[str] = LOCATION_PARAMETERS) -> dict[str, Any]:
+    """The values of a notebook's declared parameters, read from its namespace.
+
+    A notebook records the parameters its tables and figures were made with by calling
+    ``params = notebook_parameters(globals(), "02_topolip")`` after its parameters cell: the
+    names come from the cell tagged ``parameters`` in ``{root}/notebooks/{notebook}.py``
+    (:func:`declared_parameters`), the values from the namespace (papermill's injected values
+    included), so the record cannot drift from the cell.
+
+    Parameters
+    ----------
+    namespace : mapping
+        The notebook's globals.
+    notebook : str
+        The notebook's name without extension, e.g. ``"02_topolip"``.
+    root : str or Path
+        Repository root (the runner executes notebooks with it as working directory).
+    exclude : iterable of str
+        Declared names left out (default: the locations ``results_dir`` and ``data_root``).
+
+    Returns
+    -------
+    dict
+        Declared name → value, in the cell's order.
+
+    Raises
+    ------
+    ParameterError
+        If the notebook source is missing, its parameters cell is missing or ambiguous, or a
+        declared name is not defined in ``namespace``.
+
+    Examples
+    --------
+    >>> notebook_parameters({"results_dir": "r", "n_boot": 10, "alpha": 0.05}, "09_measures")
+    {'n_boot': 10, 'alpha': 0.05}
+    """
+    import jupytext
+
+    path = Path(root) / "notebooks" / f"{notebook}.py"
+    if not path.is_file():
+        raise ParameterError(f"notebook_parameters: no notebook source {path} (is the working "
+                             "directory the repository root?)")
+    declared = declared_parameters(jupytext.read(path), name=str(path))
+    skip = set(exclude)
+    missing = [n for n in declared if n not in skip and n not in namespace]
+    if missing:
+        raise ParameterError(f"{notebook}: parameters {missing} are declared in its parameters "
+                             "cell but not defined")
+    return {n: namespace[n] for n in declared if n not in skip}
+
 # =========================================================================== the schema
 #
 # ONE place for every parameter of the chain: its type, range or allowed values, default and
