@@ -43,7 +43,7 @@ __all__ = [
     "NotebookFailed", "NotebookRun", "Param", "ParameterError", "apply_overrides", "build_book",
     "chain", "check_parameters", "declared_parameters", "describe_schema",
     "figure_provenance_text", "install_cell", "library_fingerprint", "load_dependencies",
-    "load_params", "load_profile", "notebook_parameters", "parse_override", "provenance", "publish_figure",
-    "read_table", "redraw_figure", "register_figure", "run_chain", "schema_defaults", "stage",
-    "stage_book", "toc_documents", "validate_params", "write_table",
+    "load_params", "load_profile", "notebook_parameters", "parse_override", "provenance",
+    "publish_figure", "read_table", "redraw_figure", "register_figure", "run_chain",
+    "schema_defaults", "stage", "stage_book", "toc_documents", "validate_params", "write_table",
 ]
