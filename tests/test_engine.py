@@ -21,9 +21,10 @@ import topolip.experiments as ex
 import topolip.metric as mt
 from topolip import baselines
 from topolip.data import load_mnist
-from topolip.diagrams import pairwise_distances, rips_diagrams
+from topolip.diagrams import default_jobs, pairwise_distances, rips_diagrams, rips_diagrams_many
 from topolip.experiments import end_to_end_resamples, measure_model
 from topolip.metric import DistanceSpec, median_pairwise_distance
+from topolip.models import collect_activations, forward_probes
 from topolip.train import ModelSpec, TrainConfig, fit
 
 _BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_topolip.py"
@@ -159,14 +160,15 @@ def test_measure_model_tables_equal_the_former_path(small_trained, bench, monkey
     perturbations = {"fgsm": 0.05, "gaussian_noise": 2}
     new = measure_model(model, x, y, perturbations, DistanceSpec(), **kwargs)
 
-    def old_rips(points, degrees=(0, 1), n_perm=None, *, distances=None):  # noqa: ARG001
-        return bench.old_rips_diagrams(points, degrees)
+    def old_rips(clouds, degrees=(0, 1), n_perm=None, *, distances=None,  # noqa: ARG001
+                 n_jobs=None):  # noqa: ARG001
+        return [bench.old_rips_diagrams(points, degrees) for points in clouds]
 
     def old_pairwise(points, name="points"):  # noqa: ARG001
         return squareform(pdist(np.asarray(points, dtype=np.float64)))
 
     for module in (mt, ex):
-        monkeypatch.setattr(module, "rips_diagrams", old_rips)
+        monkeypatch.setattr(module, "rips_diagrams_many", old_rips)
         monkeypatch.setattr(module, "pairwise_distances", old_pairwise)
     ratio, rtd = baselines.displacement_ratio, baselines.rtd_lite
     monkeypatch.setattr(baselines, "displacement_ratio", lambda c, p, reduce, scales:  # noqa: ARG005
@@ -179,3 +181,68 @@ def test_measure_model_tables_equal_the_former_path(small_trained, bench, monkey
     assert list(new.summary["perturbation"]) == ["fgsm", "gaussian_noise"]
     assert len(new.layers) == 2 * 4 and new.summary["rtd_lite_ratio"].notna().all()
     assert len(new.resamples) == 2 * 3 * 3
+
+
+def test_rips_diagrams_many_in_worker_processes_equal_one_by_one():
+    """The parallel path ships only the scaled matrix to a worker: diagrams equal exactly."""
+    rng = np.random.default_rng(11)
+    clouds = [rng.normal(size=(m, d)) * 10.0 ** e for m, d, e in
+              ((80, 30, 0), (70, 3, -5), (3, 2, 0), (2, 4, 1), (90, 200, 4))]
+    clouds[0][5] = clouds[0][4]  # a duplicate row
+    dists = [pairwise_distances(c) if i % 2 else None for i, c in enumerate(clouds)]
+    one = [rips_diagrams(c, (0, 1, 2), distances=d) for c, d in zip(clouds, dists, strict=True)]
+    for n_jobs in (1, 2):
+        many = rips_diagrams_many(clouds, (0, 1, 2), distances=dists, n_jobs=n_jobs)
+        for a, b in zip(one, many, strict=True):
+            assert a.n_points == b.n_points and a.degrees == b.degrees
+            for k in a.degrees:
+                assert np.array_equal(a[k].finite, b[k].finite)
+                assert np.array_equal(a[k].essential, b[k].essential)
+    assert len(one[1][1].finite) > 0  # the test has loops to compare
+    sub = rips_diagrams_many(clouds[:1], n_perm=20, n_jobs=2)[0]
+    ref = rips_diagrams(clouds[0], n_perm=20)
+    assert sub.r_cover == ref.r_cover and np.array_equal(sub[1].finite, ref[1].finite)
+
+
+def test_rips_diagrams_many_refuses_bad_arguments_by_name(monkeypatch):
+    x = np.random.default_rng(0).normal(size=(5, 2))
+    with pytest.raises(ValueError, match="one matrix"):
+        rips_diagrams_many([x, x], distances=[None])
+    with pytest.raises(ValueError, match="n_jobs"):
+        rips_diagrams_many([x], n_jobs=0)
+    with pytest.raises(ValueError, match="NaN"):
+        rips_diagrams_many([x, np.full((3, 2), np.nan)])
+    monkeypatch.setenv("TOPOLIP_JOBS", "3")
+    assert default_jobs(10) == 3 and default_jobs(2) == 2
+    monkeypatch.setenv("TOPOLIP_JOBS", "zero")
+    with pytest.raises(ValueError, match="TOPOLIP_JOBS"):
+        default_jobs(4)
+
+
+def test_forward_probes_is_collect_activations_and_the_logits_in_one_pass(small_trained):
+    model, data = small_trained
+    x = data.x_test[:50]
+    acts, logits = forward_probes(model, x, n_probe=17, batch_size=8)
+    ref = collect_activations(model, x[:17], batch_size=8)
+    assert list(acts) == list(ref)
+    assert all(np.array_equal(acts[k], ref[k]) for k in ref)
+    with torch.no_grad():
+        expect = model.eval()(x).numpy()
+    assert logits.shape == (50, expect.shape[1])
+    np.testing.assert_allclose(logits, expect, rtol=1e-5, atol=1e-5)
+    assert (logits.argmax(1) == expect.argmax(1)).all()
+    with pytest.raises(ValueError, match="n_probe"):
+        forward_probes(model, x, n_probe=51)
+
+
+def test_end_to_end_resamples_share_the_clean_resamples():
+    rng = np.random.default_rng(6)
+    clean = {"input": rng.normal(size=(40, 6)), "out": rng.normal(size=(40, 3))}
+    others = [{k: v + s * rng.normal(size=v.shape) for k, v in clean.items()}
+              for s in (0.1, 0.3)]
+    cache: dict = {}
+    shared = [end_to_end_resamples(clean, o, n_resamples=5, seed=2, clean_cache=cache)
+              for o in others]
+    assert len(cache) == 5 * 2
+    for o, got in zip(others, shared, strict=True):
+        pd.testing.assert_frame_equal(got, end_to_end_resamples(clean, o, n_resamples=5, seed=2))

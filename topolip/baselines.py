@@ -40,7 +40,7 @@ from .diagrams import check_points
 
 __all__ = [
     "cka_distance", "displacement_ratio", "lipschitz_estimate_product", "logit_margin",
-    "paired_displacement", "rtd_lite", "spectral_norm_product",
+    "margin_from_logits", "paired_displacement", "rtd_lite", "spectral_norm_product",
 ]
 
 
@@ -398,18 +398,52 @@ def logit_margin(model, x, y, *, batch_size: int = 512) -> float:
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
-    margins = []
     try:
         with torch.no_grad():
-            for s in range(0, len(x), batch_size):
-                logits = model(x[s:s + batch_size].to(device)).float().cpu()
-                yy = y[s:s + batch_size]
-                true = logits.gather(1, yy[:, None])[:, 0]
-                other = logits.scatter(1, yy[:, None], float("-inf")).amax(1)
-                margins.append(true - other)
+            logits = torch.cat([model(x[s:s + batch_size].to(device)).float().cpu()
+                                for s in range(0, len(x), batch_size)])
     finally:
         model.train(was_training)
-    return float(torch.cat(margins).mean())
+    return margin_from_logits(logits.numpy(), np.asarray(y))
+
+
+def margin_from_logits(logits: np.ndarray, y: np.ndarray) -> float:
+    """Mean logit margin from logits already computed (:func:`logit_margin` without a pass).
+
+    Parameters
+    ----------
+    logits : ndarray of shape (N, K)
+        A classifier's logits, ``K >= 2``.
+    y : ndarray of shape (N,)
+        True labels in ``0..K-1``.
+
+    Returns
+    -------
+    float
+        Mean over images of the true-class logit minus the largest other logit (float64 sum).
+
+    Raises
+    ------
+    ValueError
+        If the shapes do not match, ``K < 2``, or a label is out of range.
+
+    Examples
+    --------
+    >>> margin_from_logits(np.array([[2.0, 0.5, 0.0], [2.0, 0.5, 0.0]]), np.array([0, 1]))
+    0.0
+    """
+    logits = np.asarray(logits, dtype=np.float64)
+    y = np.asarray(y)
+    if logits.ndim != 2 or logits.shape[1] < 2 or y.shape != (logits.shape[0],) or not len(y):
+        raise ValueError(f"logits must be (N, K >= 2) with labels of shape (N,), got "
+                         f"{logits.shape} and {y.shape}")
+    if not np.issubdtype(y.dtype, np.integer) or y.min() < 0 or y.max() >= logits.shape[1]:
+        raise ValueError(f"labels must be ints in 0..{logits.shape[1] - 1}")
+    rows = np.arange(len(y))
+    true = logits[rows, y]
+    other = logits.copy()
+    other[rows, y] = -np.inf
+    return float((true - other.max(1)).mean())
 
 
 def lipschitz_estimate_product(model, x, *, n_iter: int = 10, seed: int = 0) -> float:

@@ -31,14 +31,17 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+import sys
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 __all__ = [
-    "FILTRATION", "Diagram", "RipsDiagrams", "check_diagram", "check_points", "pairwise_distances",
-    "rips_diagrams",
+    "FILTRATION", "PARALLEL_MIN_POINTS", "Diagram", "RipsDiagrams", "check_diagram",
+    "check_points", "default_jobs", "pairwise_distances", "rips_diagrams", "rips_diagrams_many",
 ]
 
 #: The filtration convention recorded on every result of :func:`rips_diagrams`.
@@ -740,6 +743,32 @@ def rips_diagrams(points, degrees=(0, 1), n_perm: int | None = None, *,
     >>> res.r_cover, res.idx_perm is None
     (0.0, True)
     """
+    job = _prepare(points, degrees, n_perm, distances)
+    return _finish(job, None if job.matrix is None else _run_ripser(job.matrix, job.maxdim))
+
+
+@dataclass
+class _RipsJob:
+    """One cloud between :func:`_prepare` and :func:`_finish`: ``matrix`` (scaled for ripser's
+    float32, ``None`` for two points) is all that ripser needs, so only it crosses to a worker
+    process; the points stay here for the exact-distance snapping of :func:`_finish`."""
+
+    degs: tuple[int, ...]
+    n_points: int
+    X: np.ndarray          # the (kept) cloud in units of c_in
+    c_in: float
+    c_d: float
+    r_cover: float
+    idx_perm: np.ndarray | None
+    iu: np.ndarray
+    ju: np.ndarray
+    dists: np.ndarray      # condensed distances in units of c_in
+    maxdim: int
+    matrix: np.ndarray | None
+
+
+def _prepare(points, degrees, n_perm, distances) -> _RipsJob:
+    """Validate and scale one cloud for ripser (everything of :func:`rips_diagrams` before it)."""
     X = X_in = check_points(points)
     degs = _check_degrees(degrees)
     m = n_points = X.shape[0]
@@ -774,41 +803,173 @@ def rips_diagrams(points, degrees=(0, 1), n_perm: int | None = None, *,
     iu, ju = np.triu_indices(m, 1)
     dists = D[iu, ju]
     _check_zero_pairs(X_in if idx_perm is None else X_in[idx_perm], iu, ju, dists)
+    c_d, matrix = 1.0, None
+    if m > 2:
+        c_d = _pow2_scale(dists.max())  # largest distance in [1, 2) for ripser's float32
+        _check_float32_spread(dists / c_d, c_in * c_d)
+        matrix = D / c_d
+    return _RipsJob(degs=degs, n_points=int(n_points), X=X, c_in=c_in, c_d=c_d,
+                    r_cover=r_cover, idx_perm=idx_perm, iu=iu, ju=ju, dists=dists,
+                    maxdim=max(degs), matrix=matrix)
 
-    maxdim = max(degs)
-    if m == 2:
+
+def _run_ripser(matrix: np.ndarray, maxdim: int) -> list[np.ndarray]:
+    """ripser on a prepared distance matrix (module level: it runs in worker processes)."""
+    import ripser
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_RIPSER_WIDE_WARNING, category=UserWarning)
+        return ripser.ripser(matrix, maxdim=maxdim, distance_matrix=True)["dgms"]
+
+
+def _finish(job: _RipsJob, dgms: list[np.ndarray] | None) -> RipsDiagrams:
+    """Snap ripser's float32 values to exact float64 distances and unscale."""
+    X, maxdim = job.X, job.maxdim
+    if dgms is None:  # two points
         from scipy.spatial.distance import pdist
 
         d = float(pdist(X)[0])
         raw = [np.array([[0.0, d], [0.0, np.inf]]) if d > 0 else np.array([[0.0, np.inf]])]
         raw += [np.empty((0, 2))] * maxdim
     else:
-        import ripser
-
-        c_d = _pow2_scale(dists.max())  # largest distance in [1, 2) for ripser's float32
-        _check_float32_spread(dists / c_d, c_in * c_d)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=_RIPSER_WIDE_WARNING, category=UserWarning)
-            res = ripser.ripser(D / c_d, maxdim=maxdim, distance_matrix=True)
-        raw = [np.asarray(g, dtype=np.float64).reshape(-1, 2) * c_d for g in res["dgms"]]
-        order = np.argsort(dists)
-        table = np.concatenate([[0.0], dists[order]])
-        pairs = np.concatenate([[[-1, -1]], np.column_stack([iu[order], ju[order]])])
+        raw = [np.asarray(g, dtype=np.float64).reshape(-1, 2) * job.c_d for g in dgms]
+        order = np.argsort(job.dists)
+        table = np.concatenate([[0.0], job.dists[order]])
+        pairs = np.concatenate([[[-1, -1]], np.column_stack([job.iu[order], job.ju[order]])])
         raw = [np.column_stack([_snap_pairs(g[:, 0], table, pairs, X),
                                 _snap_pairs(g[:, 1], table, pairs, X)]) for g in raw]
-    raw = [_unscale(g, c_in, "a birth or death") for g in raw]
+    raw = [_unscale(g, job.c_in, "a birth or death") for g in raw]
 
     out = []
-    for k in degs:
+    for k in job.degs:
         g = raw[k] if k < len(raw) else np.empty((0, 2))
         ess = np.isinf(g[:, 1])
         fin = g[~ess]
         fin = fin[np.lexsort((fin[:, 1], fin[:, 0]))] if len(fin) else fin
         out.append(Diagram(finite=fin, essential=g[ess, 0], degree=k))
     return RipsDiagrams(
-        degrees=degs,
+        degrees=job.degs,
         diagrams=tuple(out),
-        n_points=int(n_points),
-        r_cover=r_cover,
-        idx_perm=idx_perm,
+        n_points=job.n_points,
+        r_cover=job.r_cover,
+        idx_perm=job.idx_perm,
     )
+
+
+#: Clouds below this many points are computed in-process (a worker round trip costs more).
+PARALLEL_MIN_POINTS = 64
+
+
+def default_jobs(n_clouds: int) -> int:
+    """Worker processes :func:`rips_diagrams_many` uses by default for ``n_clouds`` clouds.
+
+    ``TOPOLIP_JOBS`` (an int) overrides; otherwise the CPUs this process may use, capped at
+    ``n_clouds``, and 1 inside a Dask worker (the cluster already runs one task per core).
+
+    Parameters
+    ----------
+    n_clouds : int
+        Number of clouds to compute.
+
+    Returns
+    -------
+    int
+        At least 1.
+
+    Raises
+    ------
+    ValueError
+        If ``TOPOLIP_JOBS`` is set but is not a positive int.
+    """
+    env = os.environ.get("TOPOLIP_JOBS")
+    if env:
+        try:
+            jobs = int(env)
+        except ValueError:
+            jobs = 0
+        if jobs < 1:
+            raise ValueError(f"TOPOLIP_JOBS must be a positive int, got {env!r}")
+        return max(1, min(jobs, n_clouds))
+    if _in_dask_worker():
+        return 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, n_clouds))
+
+
+def _in_dask_worker() -> bool:
+    if "distributed" not in sys.modules:
+        return False
+    try:
+        from distributed import get_worker
+
+        get_worker()
+    except (ImportError, ValueError):
+        return False
+    return True
+
+
+def rips_diagrams_many(clouds: Sequence, degrees=(0, 1), n_perm: int | None = None, *,
+                       distances: Sequence | None = None,
+                       n_jobs: int | None = None) -> list[RipsDiagrams]:
+    """:func:`rips_diagrams` of several clouds, ripser running in parallel worker processes.
+
+    Each cloud is validated and scaled here, only its scaled distance matrix goes to a worker
+    (joblib's loky processes, reused between calls: ripser holds the GIL), and ripser's
+    values are snapped to exact distances here, so the diagrams are identical to
+    ``[rips_diagrams(c, degrees, n_perm, distances=d) for c, d in zip(clouds, distances)]``.
+
+    Parameters
+    ----------
+    clouds : sequence of array_like of shape (m_i, d_i)
+        The point clouds (see :func:`rips_diagrams`).
+    degrees : sequence of int, default=(0, 1)
+        Homological degrees, the same for every cloud.
+    n_perm : int or None, default=None
+        Greedy subsample size, the same for every cloud (see :func:`rips_diagrams`).
+    distances : sequence of array_like of shape (m_i, m_i) or None, optional
+        Each cloud's distance matrix (or ``None`` for that cloud), as from
+        :func:`pairwise_distances`.
+    n_jobs : int, optional
+        Worker processes; default :func:`default_jobs`. ``1`` computes in this process, as do
+        clouds of fewer than :data:`PARALLEL_MIN_POINTS` points.
+
+    Returns
+    -------
+    list of RipsDiagrams
+        In the order of ``clouds``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`rips_diagrams`, for the first bad cloud (before any ripser call); if
+        ``distances`` does not have one entry per cloud, or ``n_jobs`` is not a positive int.
+    """
+    clouds = list(clouds)
+    if distances is None:
+        distances = [None] * len(clouds)
+    distances = list(distances)
+    if len(distances) != len(clouds):
+        raise ValueError(f"distances: expected one matrix (or None) per cloud, got "
+                         f"{len(distances)} for {len(clouds)} clouds")
+    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int)
+                               or n_jobs < 1):
+        raise ValueError(f"n_jobs must be a positive int or None, got {n_jobs!r}")
+    jobs = [_prepare(c, degrees, n_perm, d) for c, d in zip(clouds, distances, strict=True)]
+    big = [i for i, job in enumerate(jobs)
+           if job.matrix is not None and len(job.matrix) >= PARALLEL_MIN_POINTS]
+    workers = default_jobs(len(big)) if n_jobs is None else min(n_jobs, max(len(big), 1))
+    results: list = [None] * len(jobs)
+    if workers > 1:
+        from joblib import Parallel, delayed
+
+        out = Parallel(n_jobs=workers, backend="loky")(
+            delayed(_run_ripser)(jobs[i].matrix, jobs[i].maxdim) for i in big)
+        for i, dgms in zip(big, out, strict=True):
+            results[i] = dgms
+    for i, job in enumerate(jobs):
+        if results[i] is None and job.matrix is not None:
+            results[i] = _run_ripser(job.matrix, job.maxdim)
+    return [_finish(job, dgms) for job, dgms in zip(jobs, results, strict=True)]

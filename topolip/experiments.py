@@ -20,10 +20,10 @@ from torch import nn
 
 from . import baselines
 from .attacks import PERTURBATIONS, check_strength, perturb
-from .diagrams import pairwise_distances, rips_diagrams
+from .diagrams import pairwise_distances, rips_diagrams_many
 from .distances import diagram_distance
 from .metric import DistanceSpec, layer_diagrams, median_pairwise_distance, summarize, topolip_table
-from .models import collect_activations
+from .models import collect_activations, forward_probes
 
 __all__ = [
     "ModelMeasurement", "end_to_end_resamples", "measure_model", "measure_ood",
@@ -77,27 +77,13 @@ def seed_batch(x: torch.Tensor, y: torch.Tensor, n: int, seed: int, *,
     return x[idx], y[idx]
 
 
-@torch.no_grad()
-def _correct(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
-             batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
-    """Per-image correctness (bool, shape (n,)) and logits (n, K) of ``model`` on ``x``."""
-    device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    try:
-        logits = torch.cat([model(x[s:s + batch_size].to(device)).float().cpu()
-                            for s in range(0, len(x), batch_size)])
-    finally:
-        model.train(was_training)
-    return (logits.argmax(1) == y).numpy(), logits.numpy()
-
-
 def end_to_end_resamples(clean: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray],
                          spec: DistanceSpec = DistanceSpec(), *, n_resamples: int = 20,
                          seed: int = 0, paired: bool = True,
                          clean_distances: Mapping[str, np.ndarray] | None = None,
-                         other_distances: Mapping[str, np.ndarray] | None = None
-                         ) -> pd.DataFrame:
+                         other_distances: Mapping[str, np.ndarray] | None = None,
+                         clean_cache: dict | None = None,
+                         n_jobs: int | None = None) -> pd.DataFrame:
     r"""Model TopoLip ``Δ_L/Δ_0`` (raw and scale-free) on bootstrap resamples of the images.
 
     Parameters
@@ -118,6 +104,13 @@ def end_to_end_resamples(clean: Mapping[str, np.ndarray], other: Mapping[str, np
         Distance matrices of the full clouds (:func:`topolip.diagrams.pairwise_distances`) at
         least at the input and the last probe point; each resample takes its sub-matrix
         instead of computing distances again. Computed once here when omitted.
+    clean_cache : dict, optional
+        A dict this function fills with the clean resamples' diagrams and scales; pass the
+        same dict to every call with the same ``clean`` clouds, ``spec``, ``n_resamples`` and
+        ``seed`` (e.g. one per perturbation) and the clean resamples are computed once.
+    n_jobs : int, optional
+        Worker processes for ripser (:func:`topolip.diagrams.rips_diagrams_many`); the result
+        does not depend on it.
 
     Returns
     -------
@@ -147,20 +140,38 @@ def end_to_end_resamples(clean: Mapping[str, np.ndarray], other: Mapping[str, np
     dist_o = {label: (other_distances[label] if other_distances and label in other_distances
                       else pairwise_distances(other[label])) for label in (first, last)}
     rng = np.random.default_rng(seed)
-    rows = []
-    for b in range(n_resamples):
+    draws = []
+    for _ in range(n_resamples):
         idx = np.unique(rng.integers(0, m, m))
-        idx_o = idx if paired else np.unique(rng.integers(0, m_other, m_other))
+        draws.append((idx, idx if paired else np.unique(rng.integers(0, m_other, m_other))))
+    cache = {} if clean_cache is None else clean_cache
+    # Every diagram the resamples need, computed in one parallel batch; the clean ones only if
+    # an earlier call with the same clean clouds has not already.
+    jobs, where = [], []
+    for b, (idx, idx_o) in enumerate(draws):
+        for label in (first, last):
+            if (b, label) not in cache:
+                jobs.append((clean[label][idx], dist_c[label][np.ix_(idx, idx)]))
+                where.append(("clean", b, label))
+            jobs.append((other[label][idx_o], dist_o[label][np.ix_(idx_o, idx_o)]))
+            where.append(("other", b, label))
+    dgms = rips_diagrams_many([c for c, _ in jobs], spec.degrees,
+                              distances=[d for _, d in jobs], n_jobs=n_jobs)
+    moved = {}
+    for (kind, b, label), dgm, (cloud, dist) in zip(where, dgms, jobs, strict=True):
+        if kind == "clean":
+            cache[(b, label)] = (dgm, median_pairwise_distance(cloud, distances=dist))
+        else:
+            moved[(b, label)] = dgm
+    rows = []
+    for b, (idx, _) in enumerate(draws):
         deltas, scaled = [], []
         for label in (first, last):
-            a, o = clean[label][idx], other[label][idx_o]
-            da = dist_c[label][np.ix_(idx, idx)]
-            do = dist_o[label][np.ix_(idx_o, idx_o)]
-            d = float(diagram_distance(rips_diagrams(a, spec.degrees, distances=da),
-                                       rips_diagrams(o, spec.degrees, distances=do),
-                                       p=spec.p, q=spec.q, degrees=spec.degrees))
+            dgm_c, scale = cache[(b, label)]
+            d = float(diagram_distance(dgm_c, moved[(b, label)], p=spec.p, q=spec.q,
+                                       degrees=spec.degrees))
             deltas.append(d)
-            scaled.append(d / median_pairwise_distance(a, distances=da))
+            scaled.append(d / scale)
         rows.append({"resample": b, "n_distinct": len(idx),
                      "end_to_end": deltas[1] / deltas[0] if deltas[0] > 0 else math.nan,
                      "end_to_end_scale_free": scaled[1] / scaled[0] if scaled[0] > 0
@@ -183,14 +194,16 @@ class ModelMeasurement:
 
 
 def _noise_floor(clean: Mapping[str, np.ndarray], floor: Mapping[str, np.ndarray],
-                 spec: DistanceSpec, clean_dgms: Mapping) -> dict[str, float]:
+                 spec: DistanceSpec, clean_dgms: Mapping, *,
+                 n_jobs: int | None = None) -> dict[str, float]:
     """Δ_ℓ between the clean batch and a disjoint clean batch of the same size, per layer."""
-    return {label: float(diagram_distance(clean_dgms[label],
-                                          rips_diagrams(floor[label], spec.degrees,
-                                                        distances=pairwise_distances(
-                                                            floor[label])),
-                                          p=spec.p, q=spec.q, degrees=spec.degrees))
-            for label in clean}
+    labels = list(clean)
+    floor_dgms = layer_diagrams({label: floor[label] for label in labels}, spec,
+                                distances={label: pairwise_distances(floor[label])
+                                           for label in labels}, n_jobs=n_jobs)
+    return {label: float(diagram_distance(clean_dgms[label], floor_dgms[label], p=spec.p,
+                                          q=spec.q, degrees=spec.degrees))
+            for label in labels}
 
 
 def measure_model(
@@ -210,6 +223,7 @@ def measure_model(
     estimate_n_iter: int = 10,
     num_classes: int | None = None,
     pgd_steps: int = 10,
+    n_jobs: int | None = None,
 ) -> ModelMeasurement:
     """The full measurement of one trained model under each perturbation.
 
@@ -251,6 +265,10 @@ def measure_model(
         ``1/num_classes`` (default: the model's number of logits).
     pgd_steps : int, default=10
         Steps of PGD (step size ``2.5 ε / steps``).
+    n_jobs : int, optional
+        Worker processes for the diagrams (:func:`topolip.diagrams.rips_diagrams_many`;
+        default :func:`topolip.diagrams.default_jobs`, 1 inside a Dask worker). The result does
+        not depend on it.
 
     Returns
     -------
@@ -286,18 +304,22 @@ def measure_model(
     if x_floor is not None and tuple(x_floor.shape) != (n_points, *x.shape[1:]):
         raise ValueError(f"x_floor must have shape {(n_points, *x.shape[1:])}, got "
                          f"{tuple(x_floor.shape)}")
-    correct_clean, logits = _correct(model, x, y)
+    # One forward pass per batch: the logits of every image and the activations of the first
+    # n_points (the point clouds).
+    labels = y.cpu().numpy()
+    clean, logits = forward_probes(model, x, n_probe=n_points)
+    correct_clean = logits.argmax(1) == labels
     classes = num_classes or logits.shape[1]
     acc_clean = float(correct_clean.mean())
-    clean = collect_activations(model, x[:n_points])
     # One distance matrix per cloud, shared by the diagrams, the scales, the baselines and the
     # resamples' sub-matrices.
     clean_d = {label: pairwise_distances(a, f"clean activations at {label!r}")
                for label, a in clean.items()}
-    clean_dgms = layer_diagrams(clean, spec, n_perm=n_perm, distances=clean_d)
+    clean_dgms = layer_diagrams(clean, spec, n_perm=n_perm, distances=clean_d, n_jobs=n_jobs)
     scales = {label: median_pairwise_distance(a, distances=clean_d[label])
               for label, a in clean.items()}
-    floor = (_noise_floor(clean, collect_activations(model, x_floor), spec, clean_dgms)
+    floor = (_noise_floor(clean, collect_activations(model, x_floor), spec, clean_dgms,
+                          n_jobs=n_jobs)
              if x_floor is not None else None)
     model_level = {}
     if baseline_measures:
@@ -305,21 +327,23 @@ def measure_model(
             "log10_lipschitz_estimate_product": baselines.lipschitz_estimate_product(
                 model, x[:estimate_samples], n_iter=estimate_n_iter, seed=seed),
             "log10_spectral_norm_product": baselines.spectral_norm_product(model),
-            "logit_margin": baselines.logit_margin(model, x, y),
+            "logit_margin": baselines.margin_from_logits(logits, labels),
             "parameters": int(sum(p.numel() for p in model.parameters())),
         }
     rng = np.random.default_rng(seed)
+    resample_cache: dict = {}  # the clean resamples' diagrams, shared by every perturbation
     layers, summary, resamples = [], [], []
     for kind, strength in perturbations.items():
         value = {PERTURBATIONS[kind]: check_strength(kind, strength)}
         options = {"steps": pgd_steps} if kind == "pgd" else {}
         x_t = perturb(kind, model, x, y, seed=seed, **value, **options)
-        correct_t, _ = _correct(model, x_t, y)
-        pert = collect_activations(model, x_t[:n_points])
+        pert, logits_t = forward_probes(model, x_t, n_probe=n_points)
+        correct_t = logits_t.argmax(1) == labels
         pert_d = {label: pairwise_distances(a, f"perturbed activations at {label!r}")
                   for label, a in pert.items()}
         table = topolip_table(clean, pert, spec, clean_diagrams=clean_dgms, n_perm=n_perm,
-                              clean_distances=clean_d, perturbed_distances=pert_d)
+                              clean_distances=clean_d, perturbed_distances=pert_d,
+                              n_jobs=n_jobs)
         table.insert(0, "perturbation", kind)
         table.insert(1, "strength", next(iter(value.values())))
         if floor is not None:
@@ -362,7 +386,8 @@ def measure_model(
         layers.append(table)
         if n_resamples:
             e2e = end_to_end_resamples(clean, pert, spec, n_resamples=n_resamples, seed=seed,
-                                       clean_distances=clean_d, other_distances=pert_d)
+                                       clean_distances=clean_d, other_distances=pert_d,
+                                       clean_cache=resample_cache, n_jobs=n_jobs)
             for measure in ("end_to_end", "end_to_end_scale_free"):
                 resamples.append(pd.DataFrame({"group": kind, "measure": measure,
                                                "resample": e2e["resample"],

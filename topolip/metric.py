@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .diagrams import check_points, pairwise_distances, rips_diagrams
+from .diagrams import check_points, pairwise_distances, rips_diagrams, rips_diagrams_many
 from .distances import diagram_distance
 
 __all__ = [
@@ -125,7 +125,8 @@ def median_pairwise_distance(points: np.ndarray, name: str = "points", *,
 
 def layer_diagrams(acts: Mapping[str, np.ndarray], spec: DistanceSpec = DistanceSpec(), *,
                    n_perm: int | None = None,
-                   distances: Mapping[str, np.ndarray] | None = None) -> dict:
+                   distances: Mapping[str, np.ndarray] | None = None,
+                   n_jobs: int | None = None) -> dict:
     """Rips diagrams of every layer's cloud: ``{label: RipsDiagrams}`` (see ``rips_diagrams``).
 
     Parameters
@@ -139,17 +140,22 @@ def layer_diagrams(acts: Mapping[str, np.ndarray], spec: DistanceSpec = Distance
     distances : mapping of str to ndarray of shape (m, m), optional
         Each layer's distance matrix (:func:`topolip.diagrams.pairwise_distances`), reused
         instead of computed again; layers it lacks are computed.
+    n_jobs : int, optional
+        Worker processes for ripser (:func:`topolip.diagrams.rips_diagrams_many`; default
+        :func:`topolip.diagrams.default_jobs`). The diagrams do not depend on it.
 
-    Notes
-    -----
-    The clouds are computed one after the other: ripser holds the GIL, and two threads over
-    clouds ran no faster than one on the 2-core machine this was measured on.
+    Raises
+    ------
+    ValueError
+        For an invalid cloud (the message names its layer) or ``n_jobs``.
     """
     distances = distances or {}
-    return {label: rips_diagrams(_named(a, f"activations at {label!r}"),
-                                 degrees=spec.degrees, n_perm=n_perm,
-                                 distances=distances.get(label))
-            for label, a in acts.items()}
+    labels = list(acts)
+    dgms = rips_diagrams_many([_named(acts[label], f"activations at {label!r}")
+                               for label in labels], degrees=spec.degrees, n_perm=n_perm,
+                              distances=[distances.get(label) for label in labels],
+                              n_jobs=n_jobs)
+    return dict(zip(labels, dgms, strict=True))
 
 
 def _named(a, name: str):
@@ -219,6 +225,7 @@ def topolip_table(
     rtol: float = 1e-6,
     clean_distances: Mapping[str, np.ndarray] | None = None,
     perturbed_distances: Mapping[str, np.ndarray] | None = None,
+    n_jobs: int | None = None,
 ) -> pd.DataFrame:
     """Per-layer displacement ``Δ_ℓ`` and ``TopoLip_ℓ``, raw and scale-free, in probe order.
 
@@ -242,6 +249,9 @@ def topolip_table(
         Each layer's distance matrix (:func:`topolip.diagrams.pairwise_distances`) of the clean
         and the perturbed clouds, reused for the diagrams and the scale ``s_ℓ``; computed once
         per cloud here when omitted.
+    n_jobs : int, optional
+        Worker processes for ripser (:func:`topolip.diagrams.rips_diagrams_many`; default
+        :func:`topolip.diagrams.default_jobs`). The result does not depend on it.
 
     Returns
     -------
@@ -276,15 +286,21 @@ def topolip_table(
             clean_distances[label] = pairwise_distances(
                 check_points(clean[label], f"clean activations at {label!r}"))
     if clean_diagrams is None:
-        clean_diagrams = layer_diagrams(clean, spec, n_perm=n_perm, distances=clean_distances)
+        clean_diagrams = layer_diagrams(clean, spec, n_perm=n_perm, distances=clean_distances,
+                                        n_jobs=n_jobs)
+    moved = {label: check_points(perturbed[label], f"perturbed activations at {label!r}")
+             for label in labels}
+    moved_dgms = dict(zip(labels, rips_diagrams_many(
+        [moved[label] for label in labels], degrees=spec.degrees, n_perm=n_perm,
+        distances=[perturbed_distances.get(label) for label in labels], n_jobs=n_jobs),
+        strict=True))
     rows = []
     prev_sf = None
     for depth, label in enumerate(labels):
         a = check_points(clean[label], f"clean activations at {label!r}")
-        b = check_points(perturbed[label], f"perturbed activations at {label!r}")
+        b = moved[label]
         dgm_a = clean_diagrams[label]
-        dgm_b = rips_diagrams(b, degrees=spec.degrees, n_perm=n_perm,
-                              distances=perturbed_distances.get(label))
+        dgm_b = moved_dgms[label]
         scale = median_pairwise_distance(a, f"clean activations at {label!r}",
                                          distances=clean_distances[label])
         delta = _distance(dgm_a, dgm_b, spec)

@@ -14,13 +14,13 @@ from collections.abc import Callable
 from torch import nn
 
 from .plain import attention_stack, conv_stack
-from .probes import collect_activations, probe_labels
+from .probes import collect_activations, forward_probes, probe_labels
 from .resnet import SmallResNet, resnet
 from .vit import SmallViT, ViTEmbedding, vit
 
 __all__ = [
     "ARCHITECTURES", "SmallResNet", "SmallViT", "ViTEmbedding", "attention_stack", "build_model",
-    "collect_activations", "conv_stack", "probe_labels", "resnet", "vit",
+    "collect_activations", "conv_stack", "forward_probes", "probe_labels", "resnet", "vit",
 ]
 
 ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["probe_labels", "collect_activations"]
+__all__ = ["collect_activations", "forward_probes", "probe_labels"]
 
 
 def probe_labels(model: nn.Module) -> list[str]:
@@ -96,38 +96,92 @@ def collect_activations(
     >>> {k: v.shape for k, v in acts.items()}
     {'input': (5, 784), 'embed': (5, 136), 'block1': (5, 136), 'final_norm': (5, 136)}
     """
+    return forward_probes(model, x, batch_size=batch_size, device=device)[0]
+
+
+@torch.no_grad()
+def forward_probes(
+    model: nn.Module,
+    x: torch.Tensor,
+    *,
+    n_probe: int | None = None,
+    batch_size: int = 256,
+    device: torch.device | str | None = None,
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """One forward pass over ``x``: the logits of every image, activations of the first ones.
+
+    What :func:`collect_activations` and a separate evaluation would compute with two passes
+    over the same images: the activations are those of :func:`collect_activations` on
+    ``x[:n_probe]``, the logits those of ``model(x)`` in eval mode.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A model with ``probe_points`` (see :func:`probe_labels`).
+    x : torch.Tensor of shape (m, C, H, W)
+        Input images, pixels in [0, 1].
+    n_probe : int, optional
+        Images whose activations are kept, ``1 <= n_probe <= m`` (default all ``m``).
+    batch_size : int, default=256
+        Samples per forward pass (memory only; the result does not depend on it).
+    device : torch.device or str, optional
+        Where to run the forward passes; default the model's device.
+
+    Returns
+    -------
+    (dict of str to ndarray of shape (n_probe, d_ℓ), ndarray of shape (m, K))
+        The activations (float64, ``"input"`` first) and the logits (float32).
+
+    Raises
+    ------
+    ValueError
+        As :func:`collect_activations`, and for ``n_probe`` out of range.
+    """
     points = _probe_points(model)
     if not isinstance(x, torch.Tensor) or x.ndim != 4 or x.shape[0] == 0:
         shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
         raise ValueError(f"x must be a non-empty (m, C, H, W) tensor, got {shape}")
+    m = x.shape[0]
+    n_probe = m if n_probe is None else n_probe
+    if isinstance(n_probe, bool) or not isinstance(n_probe, int) or not 1 <= n_probe <= m:
+        raise ValueError(f"n_probe must be an int in [1, {m}], got {n_probe!r}")
     if not torch.isfinite(x).all():
         raise ValueError("x holds NaN or inf pixels; inputs must be finite images in [0, 1]")
     if device is None:
         device = next(model.parameters()).device
     modules = dict(model.named_modules())
     captured: dict[str, list[torch.Tensor]] = {label: [] for label in points}
+    keep = [0]  # rows of the current batch whose activations are kept
 
     def make_hook(label: str):
         def hook(_module, _inputs, output):
             out = output[0] if isinstance(output, tuple) else output
-            captured[label].append(out.detach().flatten(1).to("cpu", torch.float64, copy=True))
+            if keep[0]:
+                captured[label].append(
+                    out[:keep[0]].detach().flatten(1).to("cpu", torch.float64, copy=True))
         return hook
 
     handles = [modules[path].register_forward_hook(make_hook(label))
                for label, path in points.items()]
     was_training = model.training
     model.eval()
+    logits = []
+    # The probed images are batched exactly as collect_activations(x[:n_probe]) batches them
+    # (same activations, bit for bit), the others after them.
+    starts = [*range(0, n_probe, batch_size), *range(n_probe, m, batch_size)]
+    ends = [min(s + batch_size, n_probe if s < n_probe else m) for s in starts]
     try:
-        for start in range(0, x.shape[0], batch_size):
-            model(x[start:start + batch_size].to(device))
+        for start, end in zip(starts, ends, strict=True):
+            keep[0] = end - start if start < n_probe else 0
+            logits.append(model(x[start:end].to(device)).float().cpu())
     finally:
         for h in handles:
             h.remove()
         model.train(was_training)
-    acts = {"input": x.detach().flatten(1).to("cpu", torch.float64).numpy()}
+    acts = {"input": x[:n_probe].detach().flatten(1).to("cpu", torch.float64).numpy()}
     for label in points:
         a = torch.cat(captured[label]).numpy()
         if not np.isfinite(a).all():
             raise ValueError(f"activations at probe {label!r} hold NaN or inf")
         acts[label] = a
-    return acts
+    return acts, torch.cat(logits).numpy()
