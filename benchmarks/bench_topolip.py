@@ -9,16 +9,21 @@ collected once; then three things are timed on the same clouds:
   per perturbation the perturbed diagrams and the clean scale ``s_ℓ``, each computing its own
   ``pdist`` (:func:`old_rips_diagrams` is the former ``rips_diagrams``, kept here verbatim as
   the reference);
-- **new**: the same through :func:`topolip.diagrams.pairwise_distances` once per cloud,
-  shared by the diagrams, the scale (what :func:`topolip.experiments.measure_model` does);
+- **new·1**: the engine in one process: :func:`topolip.diagrams.pairwise_distances` once per
+  cloud, shared by the diagrams and the scale (what :func:`topolip.experiments.measure_model`
+  does), ripser called cloud after cloud;
+- **new·N**: the same with ripser in ``N`` worker processes over the clouds
+  (:func:`topolip.diagrams.rips_diagrams_many`, ``N`` = :func:`topolip.diagrams.default_jobs`,
+  the CPUs this process may use); the workers are started before timing (a one-off cost,
+  printed once);
 - **gemm**: the distance matrices alone (the floor of any matrix-based engine).
 
-Old and new repetitions are interleaved (the machine is shared) and medians reported, with
-the ratios old/new and new/gemm; the diagrams of both paths are compared (H0 and H1,
-exact float64 equality required).
+Repetitions of the paths are interleaved (the machine may be shared) and medians reported,
+with the ratios old/new and new/gemm; the diagrams of all paths are compared (H0 and H1,
+exact float64 equality required), and the tables to 1e-12.
 
 Usage: OMP_NUM_THREADS=1 python benchmarks/bench_topolip.py [--sizes 100 200 400 800]
-[--reps 5] [--archs vit resnet] [--cpu]
+[--reps 5] [--archs vit resnet] [--jobs N] [--cpu]
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ import pandas as pd
 
 from topolip import diagrams as dg
 from topolip.metric import DistanceSpec, layer_diagrams, topolip_table
+
+PARALLEL_POINTS = dg.PARALLEL_MIN_POINTS
 
 QUICK = {
     "vit": {"patch_size": 7, "num_layers": 4, "num_heads": 4, "hidden_dim": 64, "mlp_dim": 128},
@@ -137,15 +144,16 @@ def old_topolip(clean, perts, spec):
     return dgms, [old_topolip_table(clean, pert, spec, clean_diagrams=dgms) for pert in perts]
 
 
-def new_topolip(clean, perts, spec):
+def new_topolip(clean, perts, spec, n_jobs=1):
     """The engine as :func:`topolip.experiments.measure_model` runs it."""
     clean_d = {label: dg.pairwise_distances(a) for label, a in clean.items()}
-    dgms = layer_diagrams(clean, spec, distances=clean_d)
+    dgms = layer_diagrams(clean, spec, distances=clean_d, n_jobs=n_jobs)
     tables = []
     for pert in perts:
         pert_d = {label: dg.pairwise_distances(a) for label, a in pert.items()}
         tables.append(topolip_table(clean, pert, spec, clean_diagrams=dgms,
-                                    clean_distances=clean_d, perturbed_distances=pert_d))
+                                    clean_distances=clean_d, perturbed_distances=pert_d,
+                                    n_jobs=n_jobs))
     return dgms, tables
 
 
@@ -179,39 +187,52 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 200, 400, 800])
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--archs", nargs="+", default=["vit", "resnet"])
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="worker processes of new·N (default: the CPUs this process may use)")
     parser.add_argument("--cpu", action="store_true",
-                        help="time process CPU seconds instead of wall seconds (steadier on a "
-                             "shared machine; equal to wall time single-threaded on a quiet one)")
+                        help="time process CPU seconds instead of wall seconds (one process "
+                             "only: new·N is then not timed)")
     args = parser.parse_args()
     clock = time.process_time if args.cpu else time.perf_counter
-    print(f"clock: {'process CPU time' if args.cpu else 'wall time'}, median of {args.reps} "
-          f"interleaved repetitions; 3 clouds per probe point (clean + 2 perturbations)")
+    jobs = args.jobs or dg.default_jobs(64)
     spec = DistanceSpec()
-    print(f"{'arch':8s} {'n':>5s} {'old s':>8s} {'new s':>8s} {'gemm s':>8s} "
-          f"{'old/new':>8s} {'new/gemm':>9s}  diagrams")
+    x = np.random.default_rng(0).normal(size=(PARALLEL_POINTS, 4))
+    t0 = time.perf_counter()
+    dg.rips_diagrams_many([x] * jobs, n_jobs=jobs)  # start the worker processes
+    print(f"clock: {'process CPU time' if args.cpu else 'wall time'}, median of {args.reps} "
+          f"interleaved repetitions; 3 clouds per probe point (clean + 2 perturbations); "
+          f"new·N with N={jobs} worker processes (started once in {time.perf_counter() - t0:.2f} "
+          f"s, not included)")
+    print(f"{'arch':8s} {'n':>5s} {'old s':>8s} {'new·1 s':>8s} {'new·N s':>8s} {'gemm s':>8s} "
+          f"{'old/new·1':>9s} {'old/new·N':>9s} {'new·1/gemm':>10s}  diagrams")
     for arch in args.archs:
         for n in args.sizes:
             clean, *perts = clouds(arch, n)
-            old_t, new_t, gemm_t = [], [], []
-            for _ in range(args.reps):  # interleaved: the machine is shared
+            times = {"old": [], "new1": [], "newN": [], "gemm": []}
+            for _ in range(args.reps):  # interleaved: the machine may be shared
                 t0 = clock()
                 old_dgms, old_rows = old_topolip(clean, perts, spec)
                 t1 = clock()
-                new_dgms, new_tables = new_topolip(clean, perts, spec)
+                new_dgms, new_tables = new_topolip(clean, perts, spec, n_jobs=1)
                 t2 = clock()
-                gemm_only(clean, perts)
+                par_dgms, par_tables = (new_topolip(clean, perts, spec, n_jobs=jobs)
+                                        if not args.cpu else (new_dgms, new_tables))
                 t3 = clock()
-                old_t.append(t1 - t0)
-                new_t.append(t2 - t1)
-                gemm_t.append(t3 - t2)
-            equal = all(same_diagrams(old_dgms[k], new_dgms[k]) for k in clean)
-            for old_table, table in zip(old_rows, new_tables, strict=True):
+                gemm_only(clean, perts)
+                t4 = clock()
+                for key, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+                    times[key].append(dt)
+            equal = all(same_diagrams(old_dgms[k], new_dgms[k])
+                        and same_diagrams(old_dgms[k], par_dgms[k]) for k in clean)
+            for old_table, table, par in zip(old_rows, new_tables, par_tables, strict=True):
                 for col in ("delta", "delta_scale_free", "bottleneck", "topolip_scale_free"):
-                    equal &= np.allclose(old_table[col], table[col], rtol=1e-12, atol=0,
-                                         equal_nan=True)
-            o, w, g = (statistics.median(t) for t in (old_t, new_t, gemm_t))
-            print(f"{arch:8s} {n:5d} {o:8.3f} {w:8.3f} {g:8.4f} {o / w:8.2f}x {w / g:8.1f}x  "
-                  f"{'equal' if equal else 'DIFFER'}", flush=True)
+                    for t in (table, par):
+                        equal &= np.allclose(old_table[col], t[col], rtol=1e-12, atol=0,
+                                             equal_nan=True)
+            o, w, p, g = (statistics.median(t) for t in times.values())
+            par_cols = (f"{p:8.3f}", f"{o / p:8.2f}x") if not args.cpu else ("       -", "       -")
+            print(f"{arch:8s} {n:5d} {o:8.3f} {w:8.3f} {par_cols[0]} {g:8.4f} {o / w:8.2f}x "
+                  f"{par_cols[1]} {w / g:9.1f}x  {'equal' if equal else 'DIFFER'}", flush=True)
 
 
 if __name__ == "__main__":

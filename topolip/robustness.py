@@ -116,8 +116,11 @@ def robustness_curves(
         options = {"steps": pgd_steps, "batch_size": batch_size} if kind == "pgd" else (
             {"batch_size": batch_size} if kind == "fgsm" else {})
         for value in values:
-            x_t = perturb(kind, model, x, y, seed=seed, **{unit: value}, **options)
-            acc = accuracy(model, x_t, y)
+            # An L-inf ball of radius 0 holds the clean images only: no attack to run.
+            x_t = x if unit == "eps" and value == 0 else perturb(
+                kind, model, x, y, seed=seed, **{unit: value}, **options)
+            # Strength 0 gives back the clean images: their accuracy is not evaluated again.
+            acc = acc_clean if torch.equal(x_t, x) else accuracy(model, x_t, y)
             rows.append({"perturbation": kind, "strength": value, "unit": unit, "n": len(y),
                          "accuracy": acc, "accuracy_clean": acc_clean,
                          "accuracy_drop": acc_clean - acc})
