@@ -409,6 +409,19 @@ def _tau_matrix(x: np.ndarray, ys: np.ndarray) -> np.ndarray:
         return num / den
 
 
+def _tau_b_batch(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    """τ-b of ``x`` with ``y`` along ``axis``, vectorised over the other axes (NaN where one
+    is constant): ``Σ sign(Δx) sign(Δy) / sqrt(#(Δx≠0) #(Δy≠0))`` over pairs, as
+    ``scipy.stats.kendalltau``."""
+    x, y = np.moveaxis(np.asarray(x, float), axis, -1), np.moveaxis(np.asarray(y, float), axis, -1)
+    iu, ju = np.triu_indices(x.shape[-1], 1)
+    sx = np.sign(x[..., iu] - x[..., ju])
+    sy = np.sign(y[..., iu] - y[..., ju])
+    den = np.sqrt(np.count_nonzero(sx, axis=-1) * np.count_nonzero(sy, axis=-1).astype(float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (sx * sy).sum(axis=-1) / den
+
+
 def permutation_kendall(x, y, *, n_resamples: int = 9999, seed: int = 0) -> tuple[float, float]:
     """Kendall's τ-b and its two-sided permutation p-value (``scipy.stats.permutation_test``,
     pairings permuted: the null is that ``x`` and ``y`` are unrelated).
@@ -555,20 +568,20 @@ def kendall_with_interval(table: pd.DataFrame, x: str, y: str, *, reference: str
         return out
     cols_arr = [d[c].to_numpy() for c in cols]
 
-    def tau_stat(*v):
-        return _st.kendalltau(v[0], v[1]).statistic
+    def tau_stat(*v, axis=-1):
+        return _tau_b_batch(v[0], v[1], axis)
 
-    def diff_stat(*v):
-        return _st.kendalltau(v[0], v[1]).statistic - _st.kendalltau(v[2], v[1]).statistic
+    def diff_stat(*v, axis=-1):
+        return _tau_b_batch(v[0], v[1], axis) - _tau_b_batch(v[2], v[1], axis)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # degenerate resamples (constant columns) give NaN
-        res = _st.bootstrap(cols_arr[:2], tau_stat, paired=True, vectorized=False,
+        res = _st.bootstrap(cols_arr[:2], tau_stat, paired=True, vectorized=True,
                             n_resamples=n_boot, confidence_level=1 - alpha,
                             method="percentile", random_state=seed)
         out["tau_low"], out["tau_high"] = map(float, res.confidence_interval)
         if reference:
-            res = _st.bootstrap(cols_arr, diff_stat, paired=True, vectorized=False,
+            res = _st.bootstrap(cols_arr, diff_stat, paired=True, vectorized=True,
                                 n_resamples=n_boot, confidence_level=1 - alpha,
                                 method="percentile", random_state=seed)
             out["diff_low"], out["diff_high"] = map(float, res.confidence_interval)
