@@ -246,3 +246,9 @@ def test_end_to_end_resamples_share_the_clean_resamples():
     assert len(cache) == 5 * 2
     for o, got in zip(others, shared, strict=True):
         pd.testing.assert_frame_equal(got, end_to_end_resamples(clean, o, n_resamples=5, seed=2))
+    # unpaired sets of different sizes draw different clean indices: the cache keeps them apart
+    small = {k: v[:25] for k, v in others[0].items()}
+    got = end_to_end_resamples(clean, small, n_resamples=5, seed=2, paired=False,
+                               clean_cache=cache)
+    pd.testing.assert_frame_equal(got, end_to_end_resamples(clean, small, n_resamples=5,
+                                                            seed=2, paired=False))

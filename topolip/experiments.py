@@ -105,9 +105,10 @@ def end_to_end_resamples(clean: Mapping[str, np.ndarray], other: Mapping[str, np
         least at the input and the last probe point; each resample takes its sub-matrix
         instead of computing distances again. Computed once here when omitted.
     clean_cache : dict, optional
-        A dict this function fills with the clean resamples' diagrams and scales; pass the
-        same dict to every call with the same ``clean`` clouds, ``spec``, ``n_resamples`` and
-        ``seed`` (e.g. one per perturbation) and the clean resamples are computed once.
+        A dict this function fills with the clean resamples' diagrams and scales, keyed by
+        probe label and the resampled indices; pass the same dict to every call with the same
+        ``clean`` clouds and ``spec`` (e.g. one per perturbation, with the same ``seed``) and
+        each clean resample is computed once.
     n_jobs : int, optional
         Worker processes for ripser (:func:`topolip.diagrams.rips_diagrams_many`); the result
         does not depend on it.
@@ -150,7 +151,7 @@ def end_to_end_resamples(clean: Mapping[str, np.ndarray], other: Mapping[str, np
     jobs, where = [], []
     for b, (idx, idx_o) in enumerate(draws):
         for label in (first, last):
-            if (b, label) not in cache:
+            if (label, idx.tobytes()) not in cache:
                 jobs.append((clean[label][idx], dist_c[label][np.ix_(idx, idx)]))
                 where.append(("clean", b, label))
             jobs.append((other[label][idx_o], dist_o[label][np.ix_(idx_o, idx_o)]))
@@ -160,14 +161,15 @@ def end_to_end_resamples(clean: Mapping[str, np.ndarray], other: Mapping[str, np
     moved = {}
     for (kind, b, label), dgm, (cloud, dist) in zip(where, dgms, jobs, strict=True):
         if kind == "clean":
-            cache[(b, label)] = (dgm, median_pairwise_distance(cloud, distances=dist))
+            cache[(label, draws[b][0].tobytes())] = (
+                dgm, median_pairwise_distance(cloud, distances=dist))
         else:
             moved[(b, label)] = dgm
     rows = []
     for b, (idx, _) in enumerate(draws):
         deltas, scaled = [], []
         for label in (first, last):
-            dgm_c, scale = cache[(b, label)]
+            dgm_c, scale = cache[(label, idx.tobytes())]
             d = float(diagram_distance(dgm_c, moved[(b, label)], p=spec.p, q=spec.q,
                                        degrees=spec.degrees))
             deltas.append(d)
