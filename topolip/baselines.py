@@ -392,23 +392,20 @@ def logit_margin(model, x, y, *, batch_size: int = 512) -> float:
     """
     import torch
 
+    from .tensors import eval_mode
+
     if len(x) == 0 or len(x) != len(y):
         raise ValueError(f"x and y must be non-empty and of equal length, got {len(x)} and "
                          f"{len(y)}")
     device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     margins = []
-    try:
-        with torch.no_grad():
-            for s in range(0, len(x), batch_size):
-                logits = model(x[s:s + batch_size].to(device)).float().cpu()
-                yy = y[s:s + batch_size]
-                true = logits.gather(1, yy[:, None])[:, 0]
-                other = logits.scatter(1, yy[:, None], float("-inf")).amax(1)
-                margins.append(true - other)
-    finally:
-        model.train(was_training)
+    with eval_mode(model), torch.no_grad():
+        for s in range(0, len(x), batch_size):
+            logits = model(x[s:s + batch_size].to(device)).float().cpu()
+            yy = y[s:s + batch_size]
+            true = logits.gather(1, yy[:, None])[:, 0]
+            other = logits.scatter(1, yy[:, None], float("-inf")).amax(1)
+            margins.append(true - other)
     return float(torch.cat(margins).mean())
 
 
@@ -454,11 +451,10 @@ def lipschitz_estimate_product(model, x, *, n_iter: int = 10, seed: int = 0) -> 
     import torch
 
     from .bounds import lipschitz_estimate, model_segments
+    from .tensors import eval_mode
 
     segments = model_segments(model)
-    modes = {m: m.training for m in model.modules()}
-    model.eval()
-    try:
+    with eval_mode(model):
         h = x.to(next(model.parameters()).device)
         total = 0.0
         for seg in segments.values():
@@ -467,7 +463,4 @@ def lipschitz_estimate_product(model, x, *, n_iter: int = 10, seed: int = 0) -> 
             with torch.no_grad():
                 out = seg(h)
             h = out[0] if isinstance(out, tuple) else out
-    finally:
-        for m, mode in modes.items():
-            m.training = mode
     return total

@@ -24,6 +24,7 @@ from .diagrams import pairwise_distances, rips_diagrams
 from .distances import diagram_distance
 from .metric import DistanceSpec, layer_diagrams, median_pairwise_distance, summarize, topolip_table
 from .models import collect_activations
+from .tensors import eval_mode
 
 __all__ = [
     "ModelMeasurement", "end_to_end_resamples", "measure_model", "measure_ood",
@@ -82,13 +83,9 @@ def _correct(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
              batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
     """Per-image correctness (bool, shape (n,)) and logits (n, K) of ``model`` on ``x``."""
     device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         logits = torch.cat([model(x[s:s + batch_size].to(device)).float().cpu()
                             for s in range(0, len(x), batch_size)])
-    finally:
-        model.train(was_training)
     return (logits.argmax(1) == y).numpy(), logits.numpy()
 
 

@@ -28,6 +28,7 @@ from torch import nn
 
 from .attacks import PERTURBATIONS, check_strength, perturb
 from .data import ImageSplit, load_ood
+from .tensors import check_images, eval_mode
 from .train import accuracy
 
 __all__ = [
@@ -156,19 +157,11 @@ def max_softmax(model: nn.Module, x: torch.Tensor, *, batch_size: int = 512) -> 
     >>> max_softmax(model, torch.rand(3, 1, 2, 2)).round(6).tolist()
     [0.75, 0.75, 0.75]
     """
-    if not isinstance(x, torch.Tensor) or x.ndim != 4 or x.shape[0] == 0:
-        shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-        raise ValueError(f"x must be a non-empty (N, C, H, W) tensor of images, got {shape}")
-    if not torch.isfinite(x).all():
-        raise ValueError("x holds NaN or inf pixels; images must be finite with pixels in [0, 1]")
+    check_images(x)
     device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         out = [torch.softmax(model(x[s:s + batch_size].to(device)).float(), dim=1).amax(1).cpu()
                for s in range(0, len(x), batch_size)]
-    finally:
-        model.train(was_training)
     return torch.cat(out).to(torch.float64).numpy()
 
 

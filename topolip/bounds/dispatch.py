@@ -18,6 +18,7 @@ from torch import nn
 from torchvision.models.resnet import BasicBlock, Bottleneck
 from torchvision.models.vision_transformer import EncoderBlock
 
+from ..tensors import eval_mode
 from ._checks import as_batch, check_margin, module_device_dtype, shape_error, spectral_norm
 from .activations import ELEMENTWISE_TYPES, activation_lipschitz
 from .attention import L2SelfAttention, l2_attention_lipschitz, mha_lipschitz
@@ -337,13 +338,8 @@ def lipschitz_bound(module: nn.Module, inputs, *, margin: float = 0.0) -> float:
     x = as_batch(inputs)
     device, dtype = module_device_dtype(module)
     x = x.to(device, dtype)
-    modes = {m: m.training for m in module.modules()}
-    module.eval()
-    try:
+    with eval_mode(module):
         value = _bound(module, x, margin)
-    finally:
-        for m, mode in modes.items():
-            m.training = mode
     if math.isnan(value):
         raise ValueError(f"the bound of {type(module).__name__} is NaN; check its weights")
     return value

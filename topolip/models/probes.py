@@ -14,6 +14,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..tensors import check_images, eval_mode
+
 __all__ = ["probe_labels", "collect_activations"]
 
 
@@ -97,11 +99,7 @@ def collect_activations(
     {'input': (5, 784), 'embed': (5, 136), 'block1': (5, 136), 'final_norm': (5, 136)}
     """
     points = _probe_points(model)
-    if not isinstance(x, torch.Tensor) or x.ndim != 4 or x.shape[0] == 0:
-        shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-        raise ValueError(f"x must be a non-empty (m, C, H, W) tensor, got {shape}")
-    if not torch.isfinite(x).all():
-        raise ValueError("x holds NaN or inf pixels; inputs must be finite images in [0, 1]")
+    check_images(x, unit_range=False)
     if device is None:
         device = next(model.parameters()).device
     modules = dict(model.named_modules())
@@ -115,15 +113,13 @@ def collect_activations(
 
     handles = [modules[path].register_forward_hook(make_hook(label))
                for label, path in points.items()]
-    was_training = model.training
-    model.eval()
     try:
-        for start in range(0, x.shape[0], batch_size):
-            model(x[start:start + batch_size].to(device))
+        with eval_mode(model):
+            for start in range(0, x.shape[0], batch_size):
+                model(x[start:start + batch_size].to(device))
     finally:
         for h in handles:
             h.remove()
-        model.train(was_training)
     acts = {"input": x.detach().flatten(1).to("cpu", torch.float64).numpy()}
     for label in points:
         a = torch.cat(captured[label]).numpy()
