@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = [
-    "FILTRATION", "Diagram", "RipsDiagrams", "check_diagram", "check_points", "pairwise_distances",
-    "rips_diagrams",
+    "FILTRATION", "Diagram", "RipsDiagrams", "check_degrees", "check_diagram", "check_points",
+    "pairwise_distances", "rips_diagrams",
 ]
 
 #: The filtration convention recorded on every result of :func:`rips_diagrams`.
@@ -397,7 +397,30 @@ def check_points(points, name: str = "points") -> np.ndarray:
     return X
 
 
-def _check_degrees(degrees) -> tuple[int, ...]:
+def check_degrees(degrees) -> tuple[int, ...]:
+    """Validate homological degrees: the one check of ``degrees`` in the package.
+
+    Parameters
+    ----------
+    degrees : int or sequence of int
+        Distinct non-negative degrees, e.g. ``(0, 1)``; one int means that degree alone.
+
+    Returns
+    -------
+    tuple of int
+        The degrees, sorted.
+
+    Raises
+    ------
+    ValueError
+        If ``degrees`` is not an int or a sequence of ints, is empty, holds a negative value, a
+        bool or a non-integer, or repeats a degree.
+
+    Examples
+    --------
+    >>> check_degrees((1, 0))
+    (0, 1)
+    """
     if isinstance(degrees, numbers.Integral) and not isinstance(degrees, bool):
         degrees = (degrees,)
     try:
@@ -741,7 +764,7 @@ def rips_diagrams(points, degrees=(0, 1), n_perm: int | None = None, *,
     (0.0, True)
     """
     X = X_in = check_points(points)
-    degs = _check_degrees(degrees)
+    degs = check_degrees(degrees)
     m = n_points = X.shape[0]
     if n_perm is not None:
         if isinstance(n_perm, bool) or not isinstance(n_perm, numbers.Integral):

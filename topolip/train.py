@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 from .data import ImageSplit
 from .io import atomic_write
-from .models import build_model
+from .models import build_model, check_arch
 from .tensors import eval_mode
 
 __all__ = [
@@ -566,11 +566,7 @@ def spec_for(arch: str, params: Mapping[str, Any], data: ImageSplit) -> ModelSpe
     """
     import inspect
 
-    from .models import ARCHITECTURES
-
-    if arch not in ARCHITECTURES:
-        raise ValueError(f"unknown arch {arch!r}; known: {sorted(ARCHITECTURES)}")
-    takes = inspect.signature(ARCHITECTURES[arch]).parameters
+    takes = inspect.signature(check_arch(arch)).parameters
     derived = {"in_channels": data.image_shape[0], "image_size": data.image_shape[1],
                "num_classes": data.num_classes}
     full = {k: v for k, v in derived.items() if k in takes}

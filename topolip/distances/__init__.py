@@ -35,7 +35,8 @@ References
 
 from __future__ import annotations
 
+from ._checks import check_ground_metric, check_order
 from ._combine import diagram_distance
 from ._distance import bottleneck, wasserstein
 
-__all__ = ["bottleneck", "diagram_distance", "wasserstein"]
+__all__ = ["bottleneck", "check_ground_metric", "check_order", "diagram_distance", "wasserstein"]

@@ -15,6 +15,23 @@ METHODS = ("auto", "h0", "assignment", "pot")
 
 
 def check_order(p) -> float:
+    """Validate the Wasserstein order ``p``: a real ``p >= 1`` or ``math.inf`` (bottleneck).
+
+    Parameters
+    ----------
+    p : float
+        The order (GUDHI's ``order``).
+
+    Returns
+    -------
+    float
+        ``p`` as a float.
+
+    Raises
+    ------
+    ValueError
+        If ``p`` is not a real number (bools are refused), is NaN, or is below 1.
+    """
     if isinstance(p, bool) or not isinstance(p, numbers.Real) or math.isnan(p) or p < 1:
         raise ValueError(
             f"p: expected the order p >= 1 (a real number) or math.inf (bottleneck), got "
@@ -24,6 +41,23 @@ def check_order(p) -> float:
 
 
 def check_ground_metric(q) -> float:
+    """Validate the ground metric ``l_q`` on the plane: ``q`` in ``{1, 2, math.inf}``.
+
+    Parameters
+    ----------
+    q : float
+        The ground metric's exponent (GUDHI's ``internal_p``).
+
+    Returns
+    -------
+    float
+        ``q`` as a float.
+
+    Raises
+    ------
+    ValueError
+        If ``q`` is not 1, 2 or ``math.inf`` (bools are refused).
+    """
     if (
         isinstance(q, bool)
         or not isinstance(q, numbers.Real)
