@@ -6,7 +6,7 @@ import math
 import numbers
 from collections.abc import Mapping, Sequence
 
-from topolip.diagrams import RipsDiagrams
+from topolip.diagrams import RipsDiagrams, check_degrees
 
 from ._checks import check_order
 from ._distance import wasserstein
@@ -45,9 +45,10 @@ def diagram_distance(
         Order, ``p >= 1`` or ``math.inf``; GUDHI's ``order``.
     q : {1, 2, math.inf}, default=math.inf
         Ground metric :math:`\ell_q`; GUDHI's ``internal_p``.
-    degrees : sequence of int or None, default=None
-        Degrees to combine; ``None`` means every degree of ``dgms_a``, which
-        must then be exactly the degrees of ``dgms_b``.
+    degrees : int, sequence of int or None, default=None
+        Degrees to combine (distinct, non-negative; see
+        :func:`topolip.diagrams.check_degrees`); ``None`` means every degree of ``dgms_a``,
+        which must then be exactly the degrees of ``dgms_b``.
     method : str, default="auto"
         Passed to :func:`wasserstein`.
 
@@ -60,9 +61,9 @@ def diagram_distance(
     Raises
     ------
     ValueError
-        If a requested degree is missing on one side, the degree sets differ
-        (``degrees=None``), no degree is selected, or any argument of
-        :func:`wasserstein` is invalid.
+        If ``degrees`` are not distinct non-negative ints, a requested degree is missing on
+        one side, the degree sets differ (``degrees=None``), no degree is selected, or any
+        argument of :func:`wasserstein` is invalid.
 
     Notes
     -----
@@ -94,9 +95,7 @@ def diagram_distance(
             )
         degs = sorted(da)
     else:
-        if isinstance(degrees, numbers.Integral):
-            degrees = (degrees,)
-        degs = list(degrees)
+        degs = list(check_degrees(degrees))
         missing = [k for k in degs if k not in da or k not in db]
         if missing:
             raise ValueError(
@@ -104,7 +103,7 @@ def diagram_distance(
                 f"(has {sorted(da)}) or dgms_b (has {sorted(db)})"
             )
     if not degs:
-        raise ValueError("degrees: expected at least one degree to combine, got none")
+        raise ValueError("degrees: expected at least one degree, got none in either diagram set")
     parts = [wasserstein(da[k], db[k], p=p, q=q, method=method) for k in degs]
     if p == math.inf:
         return float(max(parts))
