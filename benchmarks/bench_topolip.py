@@ -59,7 +59,7 @@ def old_rips_diagrams(points, degrees=(0, 1)):
     from scipy.spatial.distance import pdist, squareform
 
     X = X_in = old_check_points(points)
-    degs = dg._check_degrees(degrees)
+    degs = dg.check_degrees(degrees)
     m = X.shape[0]
     c_in = dg._pow2_scale(np.abs(X).max())
     X = X / c_in

@@ -49,12 +49,18 @@ from pathlib import Path
 import pandas as pd
 
 from topolip.data import load_dataset
-from topolip.experiments import measure_ood, model_summaries, ood_resamples, seed_batch
+from topolip.experiments import model_summaries, seed_batch
 from topolip.figures import plot_end_to_end, plot_ood_behaviour
 from topolip.metric import DistanceSpec
+from topolip.ood import (
+    load_ood_batches,
+    measure_ood,
+    ood_auroc_resamples,
+    ood_behaviour,
+    ood_resamples,
+)
 from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
-from topolip.robustness import load_ood_batches, ood_auroc_resamples, ood_behaviour
 from topolip.train import load_trained
 
 params = notebook_parameters(globals(), "06_ood")

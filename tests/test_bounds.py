@@ -456,8 +456,9 @@ def test_vit_embedding_bound_is_the_patch_projection(images):
     assert lipschitz_estimate(emb, images[:2], n_iter=100) == pytest.approx(sigma, rel=1e-4)
 
 
-def test_plain_stacks_if_available(images):
-    plain = pytest.importorskip("topolip.models.plain")
+def test_plain_stacks(images):
+    from topolip.models import plain
+
     torch.manual_seed(0)
     for model in (plain.attention_stack(num_layers=2, hidden_dim=8, num_heads=2),
                   plain.conv_stack(num_layers=2, channels=4)):

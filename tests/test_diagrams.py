@@ -299,3 +299,17 @@ def test_rips_diagrams_as_dict_and_types():
     np.testing.assert_array_equal(d[0], res[0].array)
     assert all(isinstance(g, Diagram) for g in res.diagrams)
     assert [g.degree for g in res.diagrams] == [0, 1]
+
+
+@pytest.mark.parametrize("flops", [0, 10**9])
+def test_pair_distances_are_pdist_bit_for_bit_on_both_paths(monkeypatch, flops):
+    from scipy.spatial.distance import pdist, squareform
+
+    from topolip import diagrams
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(120, 30)) * 1e3
+    i = rng.integers(0, 119, 200)
+    j = i + rng.integers(1, 120 - i)
+    monkeypatch.setattr(diagrams, "_PDIST_CALL_FLOPS", flops)  # 0: one call a pair
+    assert np.array_equal(diagrams._pair_distances(X, i, j), squareform(pdist(X))[i, j])

@@ -11,10 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from topolip import _h0
-from topolip import distances as dist_mod
 from topolip.diagrams import Diagram, rips_diagrams
-from topolip.distances import bottleneck, diagram_distance, wasserstein
+from topolip.distances import _assignment, _h0, _pot, bottleneck, diagram_distance, wasserstein
 
 INF = math.inf
 
@@ -60,6 +58,40 @@ def brute_force(a, b, p, q):
         v = vals.max() if p == INF else float(np.sum(vals**p)) ** (1 / p)
         best = min(best, v)
     return best
+
+
+def threshold_bottleneck(a, b):
+    """W_{inf,inf} without our code: essential births by sorted order, and the finite part as
+    the smallest entry t of the diagonal-augmented cost matrix at which a perfect matching using
+    only entries <= t exists (scipy's linear_sum_assignment on the 0/1 matrix [C > t])."""
+    from scipy.optimize import linear_sum_assignment
+
+    a = np.asarray(a, float).reshape(-1, 2)
+    b = np.asarray(b, float).reshape(-1, 2)
+    ea, eb = np.sort(a[np.isinf(a[:, 1]), 0]), np.sort(b[np.isinf(b[:, 1]), 0])
+    if len(ea) != len(eb):
+        return INF
+    ess = float(np.abs(ea - eb).max(initial=0.0))
+    a, b = a[np.isfinite(a[:, 1])], b[np.isfinite(b[:, 1])]
+    n, m = len(a), len(b)
+    C = np.full((n + m, n + m), INF)
+    C[:n, :m] = np.abs(a[:, None, :] - b[None, :, :]).max(axis=2)
+    C[np.arange(n), m + np.arange(n)] = 0.5 * (a[:, 1] - a[:, 0])
+    C[n + np.arange(m), np.arange(m)] = 0.5 * (b[:, 1] - b[:, 0])
+    C[n:, m:] = 0.0
+    if n + m == 0:
+        return ess
+    cand = np.unique(C[np.isfinite(C)])
+    lo, hi = 0, len(cand) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        bad = (C > cand[mid]).astype(float)
+        r, k = linear_sum_assignment(bad)
+        if bad[r, k].sum() == 0:
+            hi = mid
+        else:
+            lo = mid + 1
+    return max(ess, float(cand[lo]))
 
 
 # ----------------------------------------------------------------------------- issue values
@@ -230,7 +262,7 @@ def test_bottleneck_matches_gudhi_exact_on_random_pairs():
     for a, b in _pairs(seed=11, count=300):
         ref = gudhi.bottleneck_distance(a, b, e=0)  # e=0: GUDHI's exact algorithm
         ours = wasserstein(a, b, p=INF, q=INF)
-        assert ours == bottleneck(a, b)
+        assert ours == pytest.approx(threshold_bottleneck(a, b), rel=1e-12, abs=1e-15)
         if ref == INF:
             assert ours == INF
             continue
@@ -279,9 +311,9 @@ def test_general_solvers_agree_on_sparse_and_dense_problems(method, monkeypatch)
     rng = np.random.default_rng(12)
     a, b = random_diagram(rng, 60), random_diagram(rng, 70)
     ref = wasserstein(a, b, p=1.5, q=2.0, method=method)
-    monkeypatch.setattr(dist_mod, "_SPARSE_DENSITY", -1.0)  # force the dense solver
+    monkeypatch.setattr(_assignment, "_SPARSE_DENSITY", -1.0)  # force the dense solver
     dense = wasserstein(a, b, p=1.5, q=2.0, method="assignment")
-    monkeypatch.setattr(dist_mod, "_SPARSE_DENSITY", 2.0)  # force the sparse solver
+    monkeypatch.setattr(_assignment, "_SPARSE_DENSITY", 2.0)  # force the sparse solver
     sparse = wasserstein(a, b, p=1.5, q=2.0, method="assignment")
     assert dense == pytest.approx(ref, rel=1e-12) and sparse == pytest.approx(ref, rel=1e-12)
 
@@ -423,8 +455,8 @@ def test_pot_non_convergence_is_an_error():
     rng = np.random.default_rng(0)
     a, b = random_diagram(rng, 40), random_diagram(rng, 40)
     with pytest.raises(RuntimeError, match="did not certify an optimal plan"):
-        dist_mod._finite_pow_pot(a, b, 1.0, INF, num_iter_max=3)
-    assert dist_mod._finite_pow_pot(a, b, 1.0, INF) == pytest.approx(
+        _pot.finite_pow_pot(a, b, 1.0, INF, num_iter_max=3)
+    assert _pot.finite_pow_pot(a, b, 1.0, INF) == pytest.approx(
         wasserstein(a, b) ** 1.0, rel=1e-12
     )
 

@@ -16,7 +16,7 @@ from scipy.stats import spearmanr
 from torch import nn
 
 from topolip.data import ImageSplit, load_mnist
-from topolip.experiments import measure_ood, measure_topolip, model_summaries
+from topolip.experiments import measure_topolip, model_summaries
 from topolip.figures import (
     plot_accuracy_curves,
     plot_ood_behaviour,
@@ -27,13 +27,8 @@ from topolip.figures import (
 )
 from topolip.metric import DistanceSpec, topological_displacement
 from topolip.models import collect_activations
-from topolip.robustness import (
-    load_ood_batches,
-    max_softmax,
-    ood_behaviour,
-    robustness_curves,
-    topolip_vs_accuracy,
-)
+from topolip.ood import load_ood_batches, measure_ood, ood_behaviour
+from topolip.robustness import max_softmax, robustness_curves, topolip_vs_accuracy
 from topolip.stats import rank_correlations
 from topolip.sweeps import run_sweep, sweep_points
 from topolip.train import ModelSpec, TrainConfig, accuracy, fit

@@ -6,11 +6,14 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
+from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-PACKAGES = ["topolip.bounds", "topolip.models", "topolip.data", "topolip.pipeline"]
+#: Every package of topolip below the top level (found, so a new package is checked too).
+PACKAGES = sorted(f"topolip.{p.parent.name}"
+                  for p in (Path(__file__).resolve().parents[1] / "topolip").glob("*/__init__.py"))
 
 
 def export_problems(package: ModuleType) -> list[str]:
@@ -36,6 +39,11 @@ def export_problems(package: ModuleType) -> list[str]:
             elif getattr(package, name) is not getattr(sub, name):
                 problems.append(f"{package.__name__}.{name} is not {sub.__name__}.{name}")
     return problems
+
+
+def test_every_package_is_checked():
+    assert {"topolip.bounds", "topolip.data", "topolip.distances", "topolip.models",
+            "topolip.pipeline"} <= set(PACKAGES)
 
 
 @pytest.mark.parametrize("name", PACKAGES)

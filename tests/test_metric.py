@@ -100,9 +100,9 @@ def test_bad_input_names_the_layer(clouds):
         topological_displacement(np.zeros((1, 3)), np.zeros((4, 3)))
     with pytest.raises(ValueError, match="all points coincide"):
         median_pairwise_distance(np.ones((5, 2)))
-    with pytest.raises(ValueError, match="ground metric q must be 1, 2 or inf"):
+    with pytest.raises(ValueError, match="q: expected the ground metric l_q"):
         DistanceSpec(q=3)
-    with pytest.raises(ValueError, match="order p must be >= 1"):
+    with pytest.raises(ValueError, match="p: expected the order p >= 1"):
         DistanceSpec(p=0.5)
 
 

@@ -72,7 +72,7 @@ def test_bad_inputs_raise_clear_errors(x):
         build_model("vit", patch_size=5)
     with pytest.raises(ValueError, match="NaN or inf pixels"):
         collect_activations(model, torch.full((2, 1, 28, 28), float("nan")))
-    with pytest.raises(ValueError, match=r"non-empty \(m, C, H, W\)"):
+    with pytest.raises(ValueError, match=r"non-empty floating \(N, C, H, W\)"):
         collect_activations(model, torch.zeros(1, 28, 28))
     with pytest.raises(ValueError, match="no probe_points"):
         collect_activations(nn.Linear(2, 2), x)

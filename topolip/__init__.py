@@ -13,7 +13,8 @@ __version__ = "0.1.0"
 
 _SUBMODULES = (
     "attacks", "bounds", "claims", "corruptions", "data", "diagrams", "distances", "experiments",
-    "figures", "io", "metric", "models", "pipeline", "robustness", "sweeps", "train", "cli",
+    "figures", "io", "metric", "models", "ood", "pipeline", "robustness", "sweeps", "tensors",
+    "train", "cli",
 )
 __all__ = ["__version__", *_SUBMODULES]
 

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import torch
 import torchattacks
 from torch import nn
 
 from .corruptions import CORRUPTIONS, corrupt
+from .tensors import check_images, eval_mode
 
 __all__ = ["ATTACKS", "PERTURBATIONS", "check_strength", "fgsm", "perturb", "pgd", "random_sign"]
 
@@ -226,7 +226,8 @@ def random_sign(x: torch.Tensor, eps: float, *, seed: int = 0) -> torch.Tensor:
     Raises
     ------
     ValueError
-        If ``eps`` is not in [0, 1] or ``x`` is not a floating (N, C, H, W) tensor in [0, 1].
+        If ``eps`` is not in [0, 1] or ``x`` is not a non-empty floating (N, C, H, W) tensor in
+        [0, 1].
 
     Examples
     --------
@@ -237,7 +238,7 @@ def random_sign(x: torch.Tensor, eps: float, *, seed: int = 0) -> torch.Tensor:
     (True, True)
     """
     eps = _check_eps(eps)
-    _check_images(x)
+    check_images(x)
     gen = torch.Generator().manual_seed(int(seed))
     signs = torch.randint(0, 2, x.shape, generator=gen).to(x.dtype) * 2 - 1
     return (x.detach() + eps * signs.to(x.device)).clamp(0.0, 1.0)
@@ -376,18 +377,6 @@ class _Logits(nn.Module):
         return out[0] if isinstance(out, tuple | list) else out
 
 
-@contextmanager
-def _eval_mode(model: nn.Module) -> Iterator[None]:
-    """Eval mode inside; every submodule's own train/eval flag restored on exit."""
-    modes = [(m, m.training) for m in model.modules()]
-    model.eval()
-    try:
-        yield
-    finally:
-        for m, training in modes:
-            m.training = training
-
-
 def _run_attack(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
                 make: Callable[[nn.Module], torchattacks.attack.Attack],
                 batch_size: int) -> torch.Tensor:
@@ -395,7 +384,7 @@ def _run_attack(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     dtype = next(model.parameters()).dtype
     wrapped = _Logits(model)
     out = torch.empty_like(x, device=x.device)
-    with _eval_mode(model), torch.enable_grad():
+    with eval_mode(model), torch.enable_grad():
         attack = make(wrapped)
         for start in range(0, x.shape[0], batch_size):
             sl = slice(start, start + batch_size)
@@ -430,28 +419,11 @@ def _check_batch_size(batch_size: int) -> None:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
 
 
-def _check_images(x: torch.Tensor) -> None:
-    if not isinstance(x, torch.Tensor) or x.ndim != 4 or not x.is_floating_point() \
-            or x.shape[0] == 0:
-        got = (f"{x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor)
-               else type(x).__name__)
-        raise ValueError(
-            f"x must be a non-empty floating (N, C, H, W) tensor of images in [0, 1], got {got}"
-        )
-    if not torch.isfinite(x).all():
-        raise ValueError("x holds NaN or inf pixels; images must be finite with pixels in [0, 1]")
-    lo, hi = float(x.min()), float(x.max())
-    if lo < 0 or hi > 1:
-        raise ValueError(f"x has pixels in [{lo:.4g}, {hi:.4g}], outside [0, 1]; attacks take "
-                         "unnormalized images in [0, 1] (divide uint8 by 255, undo any "
-                         "mean/std normalization and put it inside the model)")
-
-
 def _check_inputs(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> int:
     """Validate images and labels against the model; return its number of logits K."""
     if not isinstance(model, nn.Module):
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    _check_images(x)
+    check_images(x)
     if not isinstance(y, torch.Tensor) or y.ndim != 1 or y.is_floating_point() \
             or y.dtype == torch.bool:
         got = (f"{y.dtype} tensor of shape {tuple(y.shape)}" if isinstance(y, torch.Tensor)
@@ -461,7 +433,7 @@ def _check_inputs(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> int:
         raise ValueError(f"x has {len(x)} images but y has {len(y)} labels")
     device = _model_device(model)
     dtype = next(model.parameters()).dtype
-    with _eval_mode(model), torch.no_grad():
+    with eval_mode(model), torch.no_grad():
         try:
             logits = _Logits(model)(x[:1].to(device, dtype))
         except RuntimeError as err:

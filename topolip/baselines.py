@@ -392,18 +392,15 @@ def logit_margin(model, x, y, *, batch_size: int = 512) -> float:
     """
     import torch
 
+    from .tensors import eval_mode
+
     if len(x) == 0 or len(x) != len(y):
         raise ValueError(f"x and y must be non-empty and of equal length, got {len(x)} and "
                          f"{len(y)}")
     device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            logits = torch.cat([model(x[s:s + batch_size].to(device)).float().cpu()
-                                for s in range(0, len(x), batch_size)])
-    finally:
-        model.train(was_training)
+    with eval_mode(model), torch.no_grad():
+        logits = torch.cat([model(x[s:s + batch_size].to(device)).float().cpu()
+                            for s in range(0, len(x), batch_size)])
     return margin_from_logits(logits.numpy(), np.asarray(y))
 
 
@@ -488,11 +485,10 @@ def lipschitz_estimate_product(model, x, *, n_iter: int = 10, seed: int = 0) -> 
     import torch
 
     from .bounds import lipschitz_estimate, model_segments
+    from .tensors import eval_mode
 
     segments = model_segments(model)
-    modes = {m: m.training for m in model.modules()}
-    model.eval()
-    try:
+    with eval_mode(model):
         h = x.to(next(model.parameters()).device)
         total = 0.0
         for seg in segments.values():
@@ -501,7 +497,4 @@ def lipschitz_estimate_product(model, x, *, n_iter: int = 10, seed: int = 0) -> 
             with torch.no_grad():
                 out = seg(h)
             h = out[0] if isinstance(out, tuple) else out
-    finally:
-        for m, mode in modes.items():
-            m.training = mode
     return total

@@ -43,6 +43,8 @@ import torch
 from torchvision.transforms.v2 import InterpolationMode
 from torchvision.transforms.v2 import functional as TF
 
+from .tensors import check_images
+
 __all__ = ["CORRUPTIONS", "MAX_SEVERITY", "SEVERITIES", "corrupt", "corruption_params"]
 
 MAX_SEVERITY = 5
@@ -116,8 +118,8 @@ def corrupt(x: torch.Tensor, kind: str, severity: int, *, seed: int = 0) -> torc
     Raises
     ------
     ValueError
-        If ``kind`` or ``severity`` is invalid, ``x`` is not a floating (N, C, H, W) tensor, holds
-        NaN/inf or pixels outside [0, 1], or ``contrast`` gets ``C`` not in {1, 3}.
+        If ``kind`` or ``severity`` is invalid, ``x`` is not a non-empty floating (N, C, H, W)
+        tensor, holds NaN/inf or pixels outside [0, 1], or ``contrast`` gets ``C`` not in {1, 3}.
 
     Notes
     -----
@@ -145,7 +147,7 @@ def corrupt(x: torch.Tensor, kind: str, severity: int, *, seed: int = 0) -> torc
     """
     _check_kind_severity(kind, severity)
     _check_images(x, kind)
-    if severity == 0 or x.shape[0] == 0:
+    if severity == 0:
         return x.clone()
     params = SEVERITIES[kind][int(severity) - 1]
     gen = torch.Generator().manual_seed(int(seed))
@@ -216,16 +218,6 @@ def _check_kind_severity(kind: str, severity: int) -> None:
 
 
 def _check_images(x: torch.Tensor, kind: str) -> None:
-    if not isinstance(x, torch.Tensor) or x.ndim != 4 or not x.is_floating_point():
-        got = (f"{x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor)
-               else type(x).__name__)
-        raise ValueError(f"x must be a floating (N, C, H, W) tensor of images in [0, 1], got {got}")
-    if x.numel() and not torch.isfinite(x).all():
-        raise ValueError("x holds NaN or inf pixels; images must be finite with pixels in [0, 1]")
-    if x.numel() and (x.min() < 0 or x.max() > 1):
-        raise ValueError(
-            f"x has pixels in [{float(x.min()):.4g}, {float(x.max()):.4g}], outside [0, 1]; "
-            "scale images to [0, 1] (e.g. divide uint8 by 255) before corrupting"
-        )
+    check_images(x)
     if kind == "contrast" and x.shape[1] not in (1, 3):
         raise ValueError(f"contrast needs 1 or 3 channels (grayscale or RGB), got {x.shape[1]}")

@@ -40,8 +40,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = [
-    "FILTRATION", "PARALLEL_MIN_POINTS", "Diagram", "RipsDiagrams", "check_diagram",
-    "check_points", "default_jobs", "pairwise_distances", "rips_diagrams", "rips_diagrams_many",
+    "FILTRATION", "PARALLEL_MIN_POINTS", "Diagram", "RipsDiagrams", "check_degrees",
+    "check_diagram", "check_points", "default_jobs", "pairwise_distances", "rips_diagrams",
+    "rips_diagrams_many",
 ]
 
 #: The filtration convention recorded on every result of :func:`rips_diagrams`.
@@ -400,7 +401,30 @@ def check_points(points, name: str = "points") -> np.ndarray:
     return X
 
 
-def _check_degrees(degrees) -> tuple[int, ...]:
+def check_degrees(degrees) -> tuple[int, ...]:
+    """Validate homological degrees: the one check of ``degrees`` in the package.
+
+    Parameters
+    ----------
+    degrees : int or sequence of int
+        Distinct non-negative degrees, e.g. ``(0, 1)``; one int means that degree alone.
+
+    Returns
+    -------
+    tuple of int
+        The degrees, sorted.
+
+    Raises
+    ------
+    ValueError
+        If ``degrees`` is not an int or a sequence of ints, is empty, holds a negative value, a
+        bool or a non-integer, or repeats a degree.
+
+    Examples
+    --------
+    >>> check_degrees((1, 0))
+    (0, 1)
+    """
     if isinstance(degrees, numbers.Integral) and not isinstance(degrees, bool):
         degrees = (degrees,)
     try:
@@ -523,20 +547,29 @@ def _check_distances(distances, m: int) -> np.ndarray:
 
 
 def _pair_distances(X: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """``pdist`` of the pairs of rows ``(i[k], j[k])`` of ``X``, bit for bit.
+    """``pdist`` of the pairs of rows ``(i[k], j[k])`` of ``X`` (``i < j``), bit for bit.
 
-    scipy computes each pair independently, so ``pdist(X[[i, j]])`` is the value ``pdist(X)``
-    holds for that pair; its compiled kernel is called directly (15 µs a pair less than
-    through :func:`scipy.spatial.distance.pdist`) when this scipy has it.
+    scipy computes each pair independently, so ``pdist`` of any set of rows holds, for a pair,
+    the value ``pdist(X)`` holds. The public :func:`scipy.spatial.distance.pdist` costs tens of
+    µs a call, so when the pairs are many it is called once on the rows they use (the condensed
+    matrix of ``m`` rows, ``m (m - 1) / 2`` distances) rather than once a pair; no private scipy
+    kernel is needed.
     """
-    try:
-        from scipy.spatial._distance_pybind import pdist_euclidean as kernel
-    except ImportError:  # pragma: no cover - another scipy layout
-        from scipy.spatial.distance import pdist as kernel
-    out = np.empty(len(i))
+    from scipy.spatial.distance import pdist
+
+    rows, inv = np.unique(np.concatenate([i, j]), return_inverse=True)
+    m, k = len(rows), len(i)
+    if m * (m - 1) // 2 * X.shape[1] <= _PDIST_CALL_FLOPS * k:
+        u, v = inv[:k], inv[k:]
+        return pdist(X[rows])[m * u - u * (u + 1) // 2 + (v - u - 1)]
+    out = np.empty(k)
     for t, (a, b) in enumerate(zip(i.tolist(), j.tolist(), strict=True)):
-        out[t] = kernel(X[a:b + 1:b - a])[0]  # rows a < b as a view: no copy of two rows
+        out[t] = pdist(X[a:b + 1:b - a])[0]  # rows a < b as a view: no copy of two rows
     return out
+
+
+# What one call of pdist costs, in multiply-adds of its kernel (about 30 µs).
+_PDIST_CALL_FLOPS = 30_000
 
 
 def _snap_pairs(values: np.ndarray, table: np.ndarray, pairs: np.ndarray,
@@ -770,7 +803,7 @@ class _RipsJob:
 def _prepare(points, degrees, n_perm, distances) -> _RipsJob:
     """Validate and scale one cloud for ripser (everything of :func:`rips_diagrams` before it)."""
     X = X_in = check_points(points)
-    degs = _check_degrees(degrees)
+    degs = check_degrees(degrees)
     m = n_points = X.shape[0]
     if n_perm is not None:
         if isinstance(n_perm, bool) or not isinstance(n_perm, numbers.Integral):

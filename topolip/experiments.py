@@ -26,8 +26,8 @@ from .metric import DistanceSpec, layer_diagrams, median_pairwise_distance, summ
 from .models import collect_activations, forward_probes
 
 __all__ = [
-    "ModelMeasurement", "end_to_end_resamples", "measure_model", "measure_ood",
-    "measure_topolip", "model_summaries", "ood_resamples", "seed_batch",
+    "ModelMeasurement", "end_to_end_resamples", "measure_model", "measure_topolip",
+    "model_summaries", "seed_batch",
 ]
 
 
@@ -456,120 +456,6 @@ def measure_topolip(
     t["accuracy_clean"] = t["perturbation"].map(acc["accuracy_clean"])
     t["accuracy_perturbed"] = t["perturbation"].map(acc["accuracy_perturbed"])
     return t
-
-
-def measure_ood(
-    model: nn.Module,
-    x: torch.Tensor,
-    ood: Mapping[str, torch.Tensor],
-    spec: DistanceSpec = DistanceSpec(),
-    *,
-    n_perm: int | None = None,
-) -> pd.DataFrame:
-    """Per-layer TopoLip of ``model`` under distribution shift: clean batch against each OOD set.
-
-    The "perturbed" cloud of layer ``ℓ`` is ``H_ℓ`` of another data set (book/method.md),
-    so the samples are not paired: ``topolip_table(..., paired=False)``, and ``eps``,
-    ``bottleneck`` and ``envelope`` are NaN (no certified envelope exists without pairing).
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        A trained model built by :func:`topolip.models.build_model` (it has probe points).
-    x : torch.Tensor of shape (m, C, H, W)
-        Clean in-distribution images, pixels in [0, 1].
-    ood : mapping of str to torch.Tensor of shape (m', C, H, W)
-        ``{set name: images}`` with pixels in [0, 1] and ``x``'s image shape (e.g. the images
-        of :func:`topolip.robustness.load_ood_batches`); ``m'`` may differ from ``m``.
-    spec : DistanceSpec
-        Degrees, Wasserstein order ``p`` and ground metric ``q``.
-    n_perm : int, optional
-        Greedy-permutation subsample size for the diagrams.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The rows of :func:`topolip.metric.topolip_table` for each set, with columns
-        ``ood_set``, ``n_clean`` and ``n_ood`` first. Summarize with
-        ``model_summaries(table, by=("arch", "seed", "ood_set"))``.
-
-    Raises
-    ------
-    ValueError
-        If ``ood`` is empty, an OOD batch's image shape differs from ``x``'s, or a cloud is
-        invalid (see :func:`topolip.metric.topolip_table`).
-
-    Examples
-    --------
-    >>> from topolip.models import build_model
-    >>> _ = torch.manual_seed(0)
-    >>> model = build_model("conv_stack", num_layers=1, channels=2)
-    >>> t = measure_ood(model, torch.rand(12, 1, 28, 28), {"dark": torch.rand(10, 1, 28, 28) / 4})
-    >>> t[["ood_set", "layer", "n_ood"]].values.tolist()[:2], bool(t["eps"].isna().all())
-    ([['dark', 'input', 10], ['dark', 'layer1', 10]], True)
-    """
-    if not ood:
-        raise ValueError("ood must hold at least one out-of-distribution batch")
-    for name, x_o in ood.items():
-        if not isinstance(x_o, torch.Tensor) or tuple(x_o.shape[1:]) != tuple(x.shape[1:]):
-            got = tuple(x_o.shape) if isinstance(x_o, torch.Tensor) else type(x_o).__name__
-            raise ValueError(f"OOD set {name!r} must be images of shape (m', "
-                             f"{', '.join(map(str, x.shape[1:]))}) like x, got {got}")
-    clean = collect_activations(model, x)
-    clean_dgms = layer_diagrams(clean, spec, n_perm=n_perm)
-    tables = []
-    for name, x_o in ood.items():
-        table = topolip_table(clean, collect_activations(model, x_o), spec, paired=False,
-                              clean_diagrams=clean_dgms, n_perm=n_perm)
-        table.insert(0, "ood_set", name)
-        table.insert(1, "n_clean", len(x))
-        table.insert(2, "n_ood", len(x_o))
-        tables.append(table)
-    return pd.concat(tables, ignore_index=True)
-
-
-def ood_resamples(model: nn.Module, x: torch.Tensor, ood: Mapping[str, torch.Tensor],
-                  spec: DistanceSpec = DistanceSpec(), *, n_resamples: int = 20,
-                  seed: int = 0) -> pd.DataFrame:
-    """Model TopoLip under distribution shift on bootstrap resamples of both batches.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        A trained model with probe points.
-    x : torch.Tensor of shape (m, C, H, W)
-        Clean in-distribution images, pixels in [0, 1].
-    ood : mapping of str to torch.Tensor of shape (m', C, H, W)
-        ``{set name: images}``, as for :func:`measure_ood`.
-    spec : DistanceSpec
-        Degrees, Wasserstein order ``p`` and ground metric ``q``.
-    n_resamples : int, default=20
-        Bootstrap resamples ``B`` of each batch.
-    seed : int, default=0
-        Seed of the resampled indices (the same for every model of a seed: paired).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``group`` (the set), ``measure`` (``end_to_end``, ``end_to_end_scale_free``),
-        ``resample``, ``value``: the layout of :attr:`ModelMeasurement.resamples`.
-
-    Raises
-    ------
-    ValueError
-        If ``ood`` is empty or a batch is invalid.
-    """
-    if not ood:
-        raise ValueError("ood must hold at least one out-of-distribution batch")
-    clean = collect_activations(model, x)
-    parts = []
-    for name, x_o in ood.items():
-        e2e = end_to_end_resamples(clean, collect_activations(model, x_o), spec,
-                                   n_resamples=n_resamples, seed=seed, paired=False)
-        for measure in ("end_to_end", "end_to_end_scale_free"):
-            parts.append(pd.DataFrame({"group": name, "measure": measure,
-                                       "resample": e2e["resample"], "value": e2e[measure]}))
-    return pd.concat(parts, ignore_index=True)
 
 
 def model_summaries(table: pd.DataFrame, by: tuple[str, ...] = ("arch", "seed", "perturbation",

@@ -134,7 +134,7 @@ def plot_topolip_by_layer(table: pd.DataFrame, *, hue: str = "arch", row: str = 
         Column whose values get one line (and colour) each.
     row : str, default="perturbation"
         Column whose values get one row of panels each (``"ood_set"`` for
-        ``topolip.experiments.measure_ood``, whose tables have no ``strength``).
+        ``topolip.ood.measure_ood``, whose tables have no ``strength``).
     profile_note : str, optional
         The profile the data came from, written under the panels.
 
@@ -574,7 +574,7 @@ def plot_ood_behaviour(table: pd.DataFrame, *, hue: str = "arch",
     Parameters
     ----------
     table : pandas.DataFrame
-        Rows of :func:`topolip.robustness.ood_behaviour` with ``hue`` and ``seed`` columns
+        Rows of :func:`topolip.ood.ood_behaviour` with ``hue`` and ``seed`` columns
         added (``dataset``, ``mean_confidence``, ``auroc``). Bars are means over seeds, error
         bars one standard deviation (two seeds or more).
     hue : str, default="arch"

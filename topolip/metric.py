@@ -30,8 +30,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .diagrams import check_points, pairwise_distances, rips_diagrams, rips_diagrams_many
-from .distances import diagram_distance
+from .diagrams import (
+    check_degrees,
+    check_points,
+    pairwise_distances,
+    rips_diagrams,
+    rips_diagrams_many,
+)
+from .distances import check_ground_metric, check_order, diagram_distance
 
 __all__ = [
     "DistanceSpec", "EnvelopeViolation", "layer_diagrams", "median_pairwise_distance",
@@ -63,19 +69,12 @@ class DistanceSpec:
     q: float = math.inf
 
     def __post_init__(self) -> None:
-        degrees = (self.degrees,) if isinstance(self.degrees, numbers.Integral) else self.degrees
-        if isinstance(degrees, str | bytes) or any(
-                isinstance(k, bool) or not isinstance(k, numbers.Integral) for k in degrees):
-            raise ValueError(f"degrees must be distinct non-negative integers, got {degrees!r}")
+        degrees = self.degrees
+        check_degrees(degrees)  # the order given is kept: it is the label's
+        degrees = (degrees,) if isinstance(degrees, numbers.Integral) else degrees
         object.__setattr__(self, "degrees", tuple(int(k) for k in degrees))
-        object.__setattr__(self, "p", float(self.p))
-        object.__setattr__(self, "q", float(self.q))
-        if not self.degrees or min(self.degrees) < 0 or len(set(self.degrees)) != len(self.degrees):
-            raise ValueError(f"degrees must be distinct non-negative integers, got {self.degrees}")
-        if not self.p >= 1:
-            raise ValueError(f"Wasserstein order p must be >= 1 or inf, got {self.p}")
-        if self.q not in (1.0, 2.0, math.inf):
-            raise ValueError(f"ground metric q must be 1, 2 or inf, got {self.q}")
+        object.__setattr__(self, "p", check_order(self.p))
+        object.__setattr__(self, "q", check_ground_metric(self.q))
 
     @property
     def label(self) -> str:

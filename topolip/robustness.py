@@ -1,12 +1,12 @@
-r"""Robustness measures: accuracy against perturbation strength, behaviour on out-of-distribution
-data, and the rank correlation of TopoLip with the accuracy a perturbation costs.
+r"""Robustness measures: accuracy against perturbation strength, max-softmax confidence, and the
+rank correlation of TopoLip with the accuracy a perturbation costs.
 
 Units: images are ``(N, C, H, W)`` tensors with pixels in [0, 1]; an attack's strength is its
 L∞ budget ``eps`` in the same pixel units, a corruption's strength its severity 0..5
 (:data:`topolip.corruptions.SEVERITIES`). Accuracies are fractions in [0, 1].
 
-These are the loops of the robustness and out-of-distribution notebooks; the TopoLip
-measurements themselves are in :mod:`topolip.experiments`.
+These are the loops of the robustness notebook; the TopoLip measurements themselves are in
+:mod:`topolip.experiments`, and out-of-distribution data and measurement in :mod:`topolip.ood`.
 
 References
 ----------
@@ -18,7 +18,6 @@ References
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -27,11 +26,11 @@ import torch
 from torch import nn
 
 from .attacks import PERTURBATIONS, check_strength, perturb
-from .data import ImageSplit, load_ood
+from .tensors import check_images, eval_mode
 from .train import accuracy
 
 __all__ = [
-    "load_ood_batches", "max_softmax", "ood_auroc_resamples", "ood_behaviour",
+    "max_softmax",
     "robustness_curves", "topolip_vs_accuracy",
 ]
 
@@ -153,193 +152,19 @@ def max_softmax(model: nn.Module, x: torch.Tensor, *, batch_size: int = 512) -> 
 
     Examples
     --------
+    >>> import math
     >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 2))
     >>> with torch.no_grad():
     ...     _ = model[1].weight.zero_(); _ = model[1].bias.copy_(torch.tensor([0.0, math.log(3)]))
     >>> max_softmax(model, torch.rand(3, 1, 2, 2)).round(6).tolist()
     [0.75, 0.75, 0.75]
     """
-    if not isinstance(x, torch.Tensor) or x.ndim != 4 or x.shape[0] == 0:
-        shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-        raise ValueError(f"x must be a non-empty (N, C, H, W) tensor of images, got {shape}")
-    if not torch.isfinite(x).all():
-        raise ValueError("x holds NaN or inf pixels; images must be finite with pixels in [0, 1]")
+    check_images(x)
     device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         out = [torch.softmax(model(x[s:s + batch_size].to(device)).float(), dim=1).amax(1).cpu()
                for s in range(0, len(x), batch_size)]
-    finally:
-        model.train(was_training)
     return torch.cat(out).to(torch.float64).numpy()
-
-
-def load_ood_batches(names: Sequence[str], data: ImageSplit, *, n: int,
-                     seed: int = 0) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """Out-of-distribution batches shaped like ``data``'s images, labelled only where meaningful.
-
-    Parameters
-    ----------
-    names : sequence of str
-        Sets of :data:`topolip.data.OOD_SETS`.
-    data : ImageSplit
-        The in-distribution data; its ``image_shape`` is the shape of the batches.
-    n : int
-        Images per set (at most the set's size, see :func:`topolip.data.load_ood`).
-    seed : int, default=0
-        Seed of the draw.
-
-    Returns
-    -------
-    dict of str to (torch.Tensor of shape (n, C, H, W), torch.Tensor of shape (n,))
-        Images with pixels in [0, 1] and labels. Digit labels are kept only when ``data`` is
-        MNIST (the sets' classes are then the model's classes); otherwise, and for sets without
-        classes, every label is -1 (no class), so that no accuracy is reported for them.
-
-    Raises
-    ------
-    ValueError
-        If ``names`` is empty, repeats a set or names an unknown one, or ``n`` is out of range.
-
-    Examples
-    --------
-    >>> x, y = torch.rand(10, 3, 32, 32), torch.arange(10)
-    >>> b = load_ood_batches(["digits"], ImageSplit("mnist", x, y, x, y), n=4)
-    >>> tuple(b["digits"][0].shape), b["digits"][1].tolist()
-    ((4, 3, 32, 32), [5, 4, 1, 3])
-    >>> load_ood_batches(["digits"], ImageSplit("cifar10", x, y, x, y), n=4)["digits"][1].tolist()
-    [-1, -1, -1, -1]
-    """
-    names = list(names)
-    if not names or len(set(names)) != len(names):
-        raise ValueError(f"names must be a non-empty list of distinct OOD sets, got {names}")
-    out = {}
-    for name in names:
-        x, y = load_ood(name, n=n, seed=seed, image_shape=data.image_shape)
-        if data.name != "mnist":
-            y = torch.full_like(y, -1)
-        out[name] = (x, y)
-    return out
-
-
-def ood_behaviour(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
-                  ood: Mapping[str, tuple[torch.Tensor, torch.Tensor]]) -> pd.DataFrame:
-    """What the model does on out-of-distribution data: confidence, accuracy, separability.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        A trained classifier from images in [0, 1] to logits ``(N, K)``.
-    x : torch.Tensor of shape (N, C, H, W)
-        In-distribution test images, pixels in [0, 1].
-    y : torch.Tensor of shape (N,)
-        Their labels.
-    ood : mapping of str to (images, labels)
-        Out-of-distribution batches as from :func:`load_ood_batches`; label -1 means "no class
-        of the model" and such images count in no accuracy.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row for ``"in_distribution"``, then one per set: ``dataset``, ``n``,
-        ``mean_confidence`` and ``median_confidence`` (max-softmax, :func:`max_softmax`),
-        ``accuracy`` (over images with a label >= 0; NaN when none has one), and ``auroc``: the
-        area under the ROC curve of max-softmax confidence separating in-distribution (positive)
-        from this set's images, i.e. the probability that a random in-distribution image gets a
-        higher confidence than a random OOD one (0.5: no separation; NaN for the first row).
-
-    Raises
-    ------
-    ValueError
-        If ``ood`` is empty or a batch's images and labels differ in length.
-
-    Examples
-    --------
-    >>> _ = torch.manual_seed(0)
-    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
-    >>> x, y = torch.rand(6, 1, 2, 2), torch.arange(6) % 3
-    >>> t = ood_behaviour(model, x, y, {"same": (x, y), "unlabelled": (x, torch.full((6,), -1))})
-    >>> t["auroc"].tolist()[1:], bool(t["accuracy"].isna().tolist() == [False, False, True])
-    ([0.5, 0.5], True)
-    """
-    from sklearn.metrics import roc_auc_score
-
-    if not ood:
-        raise ValueError("ood must hold at least one out-of-distribution batch")
-    conf_in = max_softmax(model, x)
-    rows = [{"dataset": "in_distribution", "n": len(x), "mean_confidence": conf_in.mean(),
-             "median_confidence": float(np.median(conf_in)), "accuracy": accuracy(model, x, y),
-             "auroc": math.nan}]
-    for name, (x_o, y_o) in ood.items():
-        if len(x_o) != len(y_o):
-            raise ValueError(f"OOD set {name!r}: {len(x_o)} images but {len(y_o)} labels")
-        conf = max_softmax(model, x_o)
-        labelled = y_o >= 0
-        acc = accuracy(model, x_o[labelled], y_o[labelled]) if bool(labelled.any()) else math.nan
-        truth = np.r_[np.ones(len(conf_in)), np.zeros(len(conf))]
-        rows.append({"dataset": name, "n": len(x_o), "mean_confidence": conf.mean(),
-                     "median_confidence": float(np.median(conf)), "accuracy": acc,
-                     "auroc": float(roc_auc_score(truth, np.r_[conf_in, conf]))})
-    return pd.DataFrame(rows)
-
-
-def ood_auroc_resamples(model: nn.Module, x: torch.Tensor,
-                        ood: Mapping[str, tuple[torch.Tensor, torch.Tensor]], *,
-                        n_resamples: int = 20, seed: int = 0) -> pd.DataFrame:
-    """AUROC of :func:`ood_behaviour` on bootstrap resamples of the images of both sets.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        A trained classifier from images in [0, 1] to logits ``(N, K)``.
-    x : torch.Tensor of shape (N, C, H, W)
-        In-distribution test images, pixels in [0, 1].
-    ood : mapping of str to (images, labels)
-        As for :func:`ood_behaviour`.
-    n_resamples : int, default=20
-        Bootstrap resamples ``B``.
-    seed : int, default=0
-        Seed of the resampled indices (the same seed draws the same images for every model:
-        paired comparisons).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per set and resample: ``dataset``, ``resample``, ``auroc``.
-
-    Raises
-    ------
-    ValueError
-        If ``ood`` is empty or ``n_resamples`` is not a positive int.
-
-    Examples
-    --------
-    >>> _ = torch.manual_seed(0)
-    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
-    >>> x = torch.rand(6, 1, 2, 2)
-    >>> same = {"same": (x, torch.arange(6))}
-    >>> ood_auroc_resamples(model, x, same, n_resamples=2)["dataset"].tolist()
-    ['same', 'same']
-    """
-    from sklearn.metrics import roc_auc_score
-
-    if not ood:
-        raise ValueError("ood must hold at least one out-of-distribution batch")
-    if not (isinstance(n_resamples, int) and n_resamples >= 1):
-        raise ValueError(f"n_resamples must be a positive int, got {n_resamples!r}")
-    conf_in = max_softmax(model, x)
-    rng = np.random.default_rng(seed)
-    rows = []
-    for name, (x_o, _) in ood.items():
-        conf = max_softmax(model, x_o)
-        for b in range(n_resamples):
-            a = conf_in[rng.integers(0, len(conf_in), len(conf_in))]
-            o = conf[rng.integers(0, len(conf), len(conf))]
-            truth = np.r_[np.ones(len(a)), np.zeros(len(o))]
-            rows.append({"dataset": name, "resample": b,
-                         "auroc": float(roc_auc_score(truth, np.r_[a, o]))})
-    return pd.DataFrame(rows)
 
 
 def topolip_vs_accuracy(summary: pd.DataFrame, curves: pd.DataFrame, *,

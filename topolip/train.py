@@ -27,7 +27,8 @@ from tqdm import tqdm
 
 from .data import ImageSplit
 from .io import atomic_write
-from .models import build_model
+from .models import build_model, check_arch
+from .tensors import eval_mode
 
 __all__ = [
     "CHANNELS_LAST_ARCHS", "EVAL_BATCH_SIZE", "ModelSpec", "TrainConfig", "TrainResult", "accuracy",
@@ -255,16 +256,12 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
         raise ValueError(f"x and y must be non-empty and of equal length, got {len(x)} and "
                          f"{len(y)}")
     device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     cl = _uses_channels_last(model)
-    try:
+    with eval_mode(model):
         correct = 0
         for s in range(0, len(x), batch_size):
             logits = model(_to_format(x[s:s + batch_size].to(device), cl))
             correct += int((logits.argmax(1).cpu() == y[s:s + batch_size]).sum())
-    finally:
-        model.train(was_training)
     return correct / len(x)
 
 
@@ -569,11 +566,7 @@ def spec_for(arch: str, params: Mapping[str, Any], data: ImageSplit) -> ModelSpe
     """
     import inspect
 
-    from .models import ARCHITECTURES
-
-    if arch not in ARCHITECTURES:
-        raise ValueError(f"unknown arch {arch!r}; known: {sorted(ARCHITECTURES)}")
-    takes = inspect.signature(ARCHITECTURES[arch]).parameters
+    takes = inspect.signature(check_arch(arch)).parameters
     derived = {"in_channels": data.image_shape[0], "image_size": data.image_shape[1],
                "num_classes": data.num_classes}
     full = {k: v for k, v in derived.items() if k in takes}

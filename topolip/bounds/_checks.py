@@ -78,3 +78,19 @@ def shape_error(module: nn.Module, expected: str, x: torch.Tensor) -> ValueError
     return ValueError(
         f"{type(module).__name__} expects inputs of shape {expected}, got {tuple(x.shape)}"
     )
+
+
+def check_finite_state(module: nn.Module) -> None:
+    """Refuse NaN/inf weights or buffers, naming the layer (no solver error from deep inside)."""
+    for kind, named in (("parameter", module.named_parameters()),
+                        ("buffer", module.named_buffers())):
+        for name, t in named:
+            if t.is_floating_point() and not torch.isfinite(t.detach()).all():
+                layer, _, attr = name.rpartition(".")
+                sub = module.get_submodule(layer) if layer else module
+                bad = int((~torch.isfinite(t.detach())).sum())
+                raise ValueError(
+                    f"layer {layer or '<root>'!r} ({type(sub).__name__}): {kind} {attr!r} holds "
+                    f"{bad} NaN/inf value(s) of {t.numel()}; a Lipschitz bound needs finite "
+                    f"weights (a diverged training run?)"
+                )

@@ -18,7 +18,15 @@ from torch import nn
 from torchvision.models.resnet import BasicBlock, Bottleneck
 from torchvision.models.vision_transformer import EncoderBlock
 
-from ._checks import as_batch, check_margin, module_device_dtype, shape_error, spectral_norm
+from ..tensors import eval_mode
+from ._checks import (
+    as_batch,
+    check_finite_state,
+    check_margin,
+    module_device_dtype,
+    shape_error,
+    spectral_norm,
+)
 from .activations import ELEMENTWISE_TYPES, activation_lipschitz
 from .attention import L2SelfAttention, l2_attention_lipschitz, mha_lipschitz
 from .blocks import Residual
@@ -333,33 +341,12 @@ def lipschitz_bound(module: nn.Module, inputs, *, margin: float = 0.0) -> float:
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
     margin = check_margin(margin)
     _handler(module)  # fail on an unsupported type before any work
-    _check_finite_state(module)
+    check_finite_state(module)
     x = as_batch(inputs)
     device, dtype = module_device_dtype(module)
     x = x.to(device, dtype)
-    modes = {m: m.training for m in module.modules()}
-    module.eval()
-    try:
+    with eval_mode(module):
         value = _bound(module, x, margin)
-    finally:
-        for m, mode in modes.items():
-            m.training = mode
     if math.isnan(value):
         raise ValueError(f"the bound of {type(module).__name__} is NaN; check its weights")
     return value
-
-
-def _check_finite_state(module: nn.Module) -> None:
-    """Refuse NaN/inf weights or buffers, naming the layer (no solver error from deep inside)."""
-    for kind, named in (("parameter", module.named_parameters()),
-                        ("buffer", module.named_buffers())):
-        for name, t in named:
-            if t.is_floating_point() and not torch.isfinite(t.detach()).all():
-                layer, _, attr = name.rpartition(".")
-                sub = module.get_submodule(layer) if layer else module
-                bad = int((~torch.isfinite(t.detach())).sum())
-                raise ValueError(
-                    f"layer {layer or '<root>'!r} ({type(sub).__name__}): {kind} {attr!r} holds "
-                    f"{bad} NaN/inf value(s) of {t.numel()}; a Lipschitz bound needs finite "
-                    f"weights (a diverged training run?)"
-                )

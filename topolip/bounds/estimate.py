@@ -100,9 +100,9 @@ def lipschitz_estimate(
     >>> round(lipschitz_estimate(lin, torch.randn(5, 3)), 6)
     4.0
     """
-    from .dispatch import _check_finite_state
+    from ._checks import check_finite_state
 
-    _check_finite_state(module)
+    check_finite_state(module)
     x = as_batch(inputs)
     if int(n_iter) < 1:
         raise ValueError(f"n_iter must be >= 1, got {n_iter}")

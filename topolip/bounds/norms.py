@@ -14,7 +14,7 @@ __all__ = [
 ]
 
 
-def batchnorm_scale(bn: nn.modules.batchnorm._BatchNorm) -> torch.Tensor:
+def batchnorm_scale(bn: nn.BatchNorm1d | nn.BatchNorm2d | nn.BatchNorm3d) -> torch.Tensor:
     r"""Per-channel factors ``γ_c / √(σ²_c + eps)`` of an eval-mode BatchNorm, float64 (C,).
 
     Parameters
@@ -56,7 +56,7 @@ def batchnorm_scale(bn: nn.modules.batchnorm._BatchNorm) -> torch.Tensor:
     return gamma / torch.sqrt(var + bn.eps)
 
 
-def batchnorm_lipschitz(bn: nn.modules.batchnorm._BatchNorm) -> float:
+def batchnorm_lipschitz(bn: nn.BatchNorm1d | nn.BatchNorm2d | nn.BatchNorm3d) -> float:
     r"""Exact Lipschitz constant ``max_c |γ_c| / √(σ²_c + eps)`` of an eval-mode BatchNorm.
 
     Parameters

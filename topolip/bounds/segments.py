@@ -17,6 +17,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from ..tensors import eval_mode
 from ._checks import as_batch, module_device_dtype
 from .dispatch import lipschitz_bound
 from .estimate import lipschitz_estimate
@@ -200,10 +201,8 @@ def layer_bounds(
         if ht.shape != h.shape:
             raise ValueError(f"x_tilde must have the shape of x {tuple(h.shape)}, got "
                              f"{tuple(ht.shape)}")
-    modes = {m: m.training for m in model.modules()}
-    model.eval()
     rows: list[dict] = []
-    try:
+    with eval_mode(model):
         chained = 1.0
         first = {"layer": "input", "depth": 0, "segment": "", "n_tokens": math.nan,
                  "input_radius": math.nan, "bound": math.nan, "estimate": math.nan,
@@ -246,9 +245,6 @@ def layer_bounds(
                 eps, ht = eps_new, ht_next
             rows.append(row)
             h = h_next
-    finally:
-        for m, mode in modes.items():
-            m.training = mode
     table = pd.DataFrame(rows)
     table["n_tokens"] = table["n_tokens"].astype(float)
     return table

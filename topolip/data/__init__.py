@@ -1,5 +1,6 @@
-"""Data sets: the embedded MNIST digits (default), CIFAR-10 from a local folder, and
-out-of-distribution sets that need no network."""
+"""Data sets: the embedded MNIST digits (default) and CIFAR-10 from a local folder.
+
+Out-of-distribution sets live with their measurement in :mod:`topolip.ood`."""
 
 from __future__ import annotations
 
@@ -7,12 +8,11 @@ from pathlib import Path
 
 from .cifar import CIFAR10_CLASSES, load_cifar10
 from .mnist import load_mnist
-from .ood import OOD_SETS, load_ood
 from .split import ImageSplit, stratified_split
 
 __all__ = [
-    "CIFAR10_CLASSES", "DATASETS", "ImageSplit", "OOD_SETS", "load_cifar10", "load_dataset",
-    "load_mnist", "load_ood", "stratified_split",
+    "CIFAR10_CLASSES", "DATASETS", "ImageSplit", "load_cifar10", "load_dataset", "load_mnist",
+    "stratified_split",
 ]
 
 DATASETS = ("mnist", "cifar10")

@@ -20,12 +20,41 @@ from .vit import SmallViT, ViTEmbedding, vit
 
 __all__ = [
     "ARCHITECTURES", "SmallResNet", "SmallViT", "ViTEmbedding", "attention_stack", "build_model",
-    "collect_activations", "conv_stack", "forward_probes", "probe_labels", "resnet", "vit",
+    "check_arch", "collect_activations", "conv_stack", "forward_probes", "probe_labels",
+    "resnet", "vit",
 ]
 
 ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {
     "vit": vit, "resnet": resnet, "attention_stack": attention_stack, "conv_stack": conv_stack,
 }
+
+
+def check_arch(arch: str) -> Callable[..., nn.Module]:
+    """The builder of architecture ``arch``: the one check of an ``arch`` name.
+
+    Parameters
+    ----------
+    arch : str
+        A key of :data:`ARCHITECTURES`.
+
+    Returns
+    -------
+    callable
+        ``ARCHITECTURES[arch]``.
+
+    Raises
+    ------
+    ValueError
+        If ``arch`` is not a key of :data:`ARCHITECTURES` (the known ones are listed).
+
+    Examples
+    --------
+    >>> check_arch("resnet").__name__
+    'resnet'
+    """
+    if not isinstance(arch, str) or arch not in ARCHITECTURES:
+        raise ValueError(f"unknown arch {arch!r}; known: {sorted(ARCHITECTURES)}")
+    return ARCHITECTURES[arch]
 
 
 def build_model(arch: str, **params) -> nn.Module:
@@ -53,9 +82,7 @@ def build_model(arch: str, **params) -> nn.Module:
     ValueError: unknown parameter(s) ['depth'] for arch 'vit'; known: ['dropout', 'hidden_dim',
     'image_size', 'in_channels', 'mlp_dim', 'num_classes', 'num_heads', 'num_layers', 'patch_size']
     """
-    if arch not in ARCHITECTURES:
-        raise ValueError(f"unknown arch {arch!r}; known: {sorted(ARCHITECTURES)}")
-    builder = ARCHITECTURES[arch]
+    builder = check_arch(arch)
     known = set(inspect.signature(builder).parameters)
     unknown = sorted(set(params) - known)
     if unknown:

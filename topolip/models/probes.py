@@ -14,6 +14,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..tensors import check_images, eval_mode
+
 __all__ = ["collect_activations", "forward_probes", "probe_labels"]
 
 
@@ -138,15 +140,11 @@ def forward_probes(
         As :func:`collect_activations`, and for ``n_probe`` out of range.
     """
     points = _probe_points(model)
-    if not isinstance(x, torch.Tensor) or x.ndim != 4 or x.shape[0] == 0:
-        shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-        raise ValueError(f"x must be a non-empty (m, C, H, W) tensor, got {shape}")
+    check_images(x, unit_range=False)
     m = x.shape[0]
     n_probe = m if n_probe is None else n_probe
     if isinstance(n_probe, bool) or not isinstance(n_probe, int) or not 1 <= n_probe <= m:
         raise ValueError(f"n_probe must be an int in [1, {m}], got {n_probe!r}")
-    if not torch.isfinite(x).all():
-        raise ValueError("x holds NaN or inf pixels; inputs must be finite images in [0, 1]")
     if device is None:
         device = next(model.parameters()).device
     modules = dict(model.named_modules())
@@ -163,21 +161,19 @@ def forward_probes(
 
     handles = [modules[path].register_forward_hook(make_hook(label))
                for label, path in points.items()]
-    was_training = model.training
-    model.eval()
     logits = []
     # The probed images are batched exactly as collect_activations(x[:n_probe]) batches them
     # (same activations, bit for bit), the others after them.
     starts = [*range(0, n_probe, batch_size), *range(n_probe, m, batch_size)]
     ends = [min(s + batch_size, n_probe if s < n_probe else m) for s in starts]
     try:
-        for start, end in zip(starts, ends, strict=True):
-            keep[0] = end - start if start < n_probe else 0
-            logits.append(model(x[start:end].to(device)).float().cpu())
+        with eval_mode(model):
+            for start, end in zip(starts, ends, strict=True):
+                keep[0] = end - start if start < n_probe else 0
+                logits.append(model(x[start:end].to(device)).float().cpu())
     finally:
         for h in handles:
             h.remove()
-        model.train(was_training)
     acts = {"input": x[:n_probe].detach().flatten(1).to("cpu", torch.float64).numpy()}
     for label in points:
         a = torch.cat(captured[label]).numpy()

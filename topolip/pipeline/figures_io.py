@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_write_bytes, atomic_write_json
-from .provenance import _git, _json_safe
+from ._helpers import git, json_safe
 
 __all__ = ["FIGURES", "FigureSpec", "figure_provenance_text", "publish_figure", "redraw_figure",
            "register_figure"]
@@ -306,15 +306,15 @@ def publish_figure(fig, fig_id: str, *, results_dir, notebook: str,
         data.update(rel.encode() + b"\0" + _sha256_file(results_dir / rel).encode() + b"\0")
     lock = Path(LOCK_FILE)
     root = Path.cwd()
-    status = _git("status", "--porcelain", "--untracked-files=no", cwd=root)
+    status = git("status", "--porcelain", "--untracked-files=no", cwd=root)
     out = results_dir / "figures"
     png, svg = _render(fig, "png"), _render(fig, "svg")
     sidecar = {
         "figure": fig_id,
         "profile": results_dir.name,
         "notebook": notebook,
-        "parameters": _json_safe(dict(params or {})),
-        "git_commit": _git("rev-parse", "HEAD", cwd=root),
+        "parameters": json_safe(dict(params or {})),
+        "git_commit": git("rev-parse", "HEAD", cwd=root),
         "git_dirty": bool(status) if status is not None else None,
         "lock_sha256": _sha256_file(lock) if lock.is_file() else None,
         "data_sha256": data.hexdigest(),

@@ -432,7 +432,7 @@ def _archs() -> tuple[str, ...]:
 
 
 def _ood_sets() -> tuple[str, ...]:
-    from ..data import OOD_SETS
+    from ..ood import OOD_SETS
 
     return tuple(OOD_SETS)
 

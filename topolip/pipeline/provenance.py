@@ -4,9 +4,7 @@ written with it."""
 from __future__ import annotations
 
 import hashlib
-import math
 import platform
-import subprocess
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
@@ -15,19 +13,12 @@ from typing import Any
 import pandas as pd
 
 from ..io import atomic_write_json, atomic_write_text
+from ._helpers import git, json_safe
 
 __all__ = ["library_fingerprint", "provenance", "read_table", "write_table"]
 
 PACKAGES = ("topolip", "torch", "torchvision", "numpy", "scipy", "ripser", "POT", "torchattacks",
             "pandas", "matplotlib")
-
-
-def _git(*args: str, cwd: Path) -> str | None:
-    try:
-        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
 
 
 def library_fingerprint() -> str:
@@ -38,17 +29,6 @@ def library_fingerprint() -> str:
         digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
-
-
-def _json_safe(value: Any) -> Any:
-    """Non-finite floats as strings ("inf", "nan"): strict JSON has no Infinity."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, Mapping):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    return value
 
 
 def provenance(
@@ -64,14 +44,14 @@ def provenance(
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
-    status = _git("status", "--porcelain", "--untracked-files=no", cwd=root)
+    status = git("status", "--porcelain", "--untracked-files=no", cwd=root)
     return {
-        "git_commit": _git("rev-parse", "HEAD", cwd=root),
+        "git_commit": git("rev-parse", "HEAD", cwd=root),
         "git_dirty": bool(status) if status is not None else None,
         "library_fingerprint": library_fingerprint(),
         "python": platform.python_version(),
         "packages": versions,
-        "parameters": _json_safe(dict(params or {})),
+        "parameters": json_safe(dict(params or {})),
     }
 
 

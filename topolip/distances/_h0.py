@@ -46,7 +46,11 @@ from the original non-negative terms, so no cancellation enters the result.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from ._costs import diag_factor, power
 
 __all__: list[str] = []
 
@@ -139,6 +143,31 @@ def h0_bottleneck(x: np.ndarray, y: np.ndarray, c: float) -> float:
         else:
             lo_i = mid + 1
     return float(cand[lo_i])
+
+
+def finite_pow_h0(A, B, p, q, cap: float = math.inf) -> float:
+    """sum of p-th powers for degree-0 diagrams (births treated as 0), exact DP."""
+    c = diag_factor(q)
+    x = np.sort(A[:, 1])
+    y = np.sort(B[:, 1])
+    if len(x) > len(y):  # loop over the shorter side
+        x, y = y, x
+    gx = power(c * x, p, cap)
+    gy = power(c * y, p, cap)
+    if len(x) == 0:
+        return float(gy.sum())
+    cprime = power(np.abs(x[:, None] - y[None, :]), p, cap)
+    cprime -= gx[:, None]
+    cprime -= gy[None, :]
+    np.minimum(cprime, 0.0, out=cprime)
+    i, j = h0_matching(cprime)
+    del cprime
+    free_x = np.ones(len(x), bool)
+    free_x[i] = False
+    free_y = np.ones(len(y), bool)
+    free_y[j] = False
+    matched = power(np.abs(x[i] - y[j]), p, cap)
+    return float(matched.sum() + gx[free_x].sum() + gy[free_y].sum())
 
 
 def _windows(req: np.ndarray, pool: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray]:
