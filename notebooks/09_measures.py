@@ -47,7 +47,7 @@ from pathlib import Path
 from topolip.figures import plot_measure_study
 from topolip.measure_study import MEASURES, measure_population, measure_study
 from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
-from topolip.report import glue_number, kind_label, show_parameters, show_table
+from topolip.report import format_interval, glue_number, kind_label, show_parameters, show_table
 
 params = notebook_parameters(globals(), "09_measures")
 show_parameters({**params, "tables read": "topolip_summary.csv, sweeps.csv"})
@@ -71,8 +71,8 @@ _ = publish_figure(plot_measure_study(study), "fig-measure-study", results_dir=r
                    seeds=seeds)
 ref = study[study["measure"] == "end_to_end_scale_free"].set_index("perturbation")
 glue_number("ms-ref-taus", "; ".join(
-    f"{kind_label(k)} {r['tau']:.2f} "
-    f"[{r['tau_low']:.2f}, {r['tau_high']:.2f}]" for k, r in ref.iterrows()), "{}")
+    f"{kind_label(k)} {format_interval(r['tau'], r['tau_low'], r['tau_high'], '{:.2f}')}"
+    for k, r in ref.iterrows()), "{}")
 others = study[study["measure"] != "end_to_end_scale_free"]
 counts = others["comparison"].value_counts()
 glue_number("ms-n-comparisons", int(others["comparison"].ne("").sum()), "{}")
@@ -133,7 +133,7 @@ show_table(wide.reset_index(names="measure"), digits=2,
 
 # %% tags=["remove-input"]
 cmp = study[study["comparison"] != ""].copy()
-cmp["difference (95% interval)"] = [f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]" for d, lo, hi in
+cmp["difference (95% interval)"] = [format_interval(d, lo, hi, "{:+.2f}") for d, lo, hi in
                                     zip(cmp["diff"], cmp["diff_low"], cmp["diff_high"],
                                         strict=True)]
 cmp["perturbation"] = cmp["perturbation"].map(kind_label)
