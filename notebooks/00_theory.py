@@ -52,7 +52,7 @@ import torch
 
 from topolip.bounds import attention_scaling, bound_check, conv_scaling, random_layers
 from topolip.figures import plot_attention_scaling, plot_conv_scaling
-from topolip.pipeline import notebook_parameters, publish_figure, write_table
+from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import glue_number, show_parameters, show_table
 
 # the random layers' weights come from torch's global generator, their inputs from gen
@@ -278,7 +278,9 @@ attention = attention_scaling(width=token_dim, heads=theory_heads, n_grid=n_grid
 _ = write_table(attention, tables / "theory_attention.csv", params)
 
 # %% tags=["hide-input"]
-_ = publish_figure(plot_attention_scaling(attention, width=token_dim), "fig-theory-attention",
+# drawn from the saved table, as `topolip figure fig-theory-attention` redraws it
+saved = read_table(tables / "theory_attention.csv")
+_ = publish_figure(plot_attention_scaling(saved, width=token_dim), "fig-theory-attention",
                    results_dir=results_dir, notebook="00_theory",
                    tables=("theory_attention.csv",), params=params)
 by_n = attention[attention["width"] == token_dim]
@@ -333,7 +335,8 @@ glue_number("theory-conv-size-last", int(sizes["value"].iloc[-1]), "{:d}")
 glue_number("theory-conv-size-prev", int(sizes["value"].iloc[-2]), "{:d}")
 cheap_slack = (conv_table["cheap"] / conv_table["certified"]).max()
 glue_number("theory-conv-cheap-slack", cheap_slack)
-_ = publish_figure(plot_conv_scaling(conv_table), "fig-theory-conv", results_dir=results_dir,
+saved = read_table(tables / "theory_conv.csv")  # as `topolip figure fig-theory-conv` reads it
+_ = publish_figure(plot_conv_scaling(saved), "fig-theory-conv", results_dir=results_dir,
                    notebook="00_theory", tables=("theory_conv.csv",), params=params)
 
 # %% [markdown]

@@ -105,7 +105,9 @@ _ = write_table(bounds, tables / "bounds.csv", params)
 # %% tags=["hide-input"]
 joined = bounds_vs_measured(bounds, measured)
 glue_number("bounds-data", f"{data.name}, {n_points} test images", "{}")
-_ = publish_figure(plot_bounds_vs_measured(joined), "fig-bounds-vs-measured",
+# drawn from the saved tables, as `topolip figure fig-bounds-vs-measured` redraws it
+saved = bounds_vs_measured(read_table(tables / "bounds.csv"), measured)
+_ = publish_figure(plot_bounds_vs_measured(saved), "fig-bounds-vs-measured",
                    results_dir=results_dir, notebook="05_bounds_vs_measured",
                    tables=("bounds.csv", "topolip.csv"), params=params,
                    seeds=sorted(models["seed"].unique()))
