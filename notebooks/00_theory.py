@@ -45,22 +45,20 @@ channel_grid = [2, 4, 8, 16, 32]
 input_size_grid = [4, 6, 8, 12, 16, 24, 32]
 
 # %% tags=["remove-input"]
-import math
+from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import torch
-from torch import nn
-from torchvision.models.resnet import BasicBlock
-from torchvision.models.vision_transformer import EncoderBlock, MLPBlock
 
-import topolip.bounds as tb
+from topolip.bounds import attention_scaling, bound_check, conv_scaling, random_layers
 from topolip.figures import plot_attention_scaling, plot_conv_scaling
-from topolip.pipeline import notebook_parameters, publish_figure
+from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import glue_number, show_parameters, show_table
 
+# the random layers' weights come from torch's global generator, their inputs from gen
 torch.manual_seed(theory_seed)
 gen = torch.Generator().manual_seed(theory_seed)
+tables = Path(results_dir) / "tables"
 params = notebook_parameters(globals(), "00_theory")
 show_parameters(params)
 
@@ -238,47 +236,12 @@ show_parameters(params)
 # measures how loose each bound is at these inputs (1 = tight).
 
 # %% tags=["hide-input"]
-d, h, c, s = token_dim, theory_heads, theory_channels, theory_image_size
-
-
-layers = {
-    "Linear": (nn.Linear(d, 2 * d), torch.randn(theory_samples, d, generator=gen)),
-    "Conv2d 3×3": (nn.Conv2d(c, c, 3, padding=1), torch.randn(theory_samples, c, s, s, generator=gen)),
-    "Conv2d 3×3 stride 2": (nn.Conv2d(c, 2 * c, 3, stride=2, padding=1),
-                            torch.randn(theory_samples, c, s, s, generator=gen)),
-    "Conv2d 1×1": (nn.Conv2d(c, 2 * c, 1), torch.randn(theory_samples, c, s, s, generator=gen)),
-    "Conv2d patch (ViT)": (nn.Conv2d(1, d, 4, stride=4), torch.rand(theory_samples, 1, s, s, generator=gen)),
-    "BatchNorm2d": (nn.BatchNorm2d(c), torch.randn(theory_samples, c, s, s, generator=gen)),
-    "LayerNorm": (nn.LayerNorm(d), torch.randn(theory_samples, n_tokens, d, generator=gen)),
-    "ReLU": (nn.ReLU(), torch.randn(theory_samples, d, generator=gen)),
-    "GELU": (nn.GELU(), math.sqrt(2) + 0.1 * torch.randn(theory_samples, d, generator=gen)),
-    "AdaptiveAvgPool2d": (nn.AdaptiveAvgPool2d(1), torch.randn(theory_samples, c, s, s, generator=gen)),
-    "MaxPool2d 3×3": (nn.MaxPool2d(3, stride=1, padding=1),
-                      torch.randn(theory_samples, c, s, s, generator=gen)),
-    "MLPBlock": (MLPBlock(d, 2 * d, 0.0), torch.randn(theory_samples, n_tokens, d, generator=gen)),
-    "Conv+BN+ReLU": (nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU()),
-                     torch.randn(theory_samples, c, s, s, generator=gen)),
-    "BasicBlock": (BasicBlock(c, c), torch.randn(theory_samples, c, s, s, generator=gen)),
-    "MultiheadAttention": (nn.MultiheadAttention(d, h, batch_first=True),
-                           torch.randn(theory_samples, n_tokens, d, generator=gen)),
-    "L2SelfAttention": (tb.L2SelfAttention(d, h), torch.randn(theory_samples, n_tokens, d, generator=gen)),
-    "EncoderBlock": (EncoderBlock(h, d, 2 * d, 0.0, 0.0),
-                     torch.randn(theory_samples, n_tokens, d, generator=gen)),
-}
-for module, _ in layers.values():  # BatchNorm running statistics and affine maps at random
-    for m in module.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            m.running_mean.normal_(generator=gen)
-            m.running_var.uniform_(0.2, 3.0, generator=gen)
-            m.weight.data.normal_(generator=gen)
-
-rows = []
-for name, (module, x) in layers.items():
-    bound = tb.lipschitz_bound(module, x)
-    est = tb.lipschitz_estimate(module, x, n_iter=theory_n_iter, seed=theory_seed)
-    rows.append({"layer": name, "bound": bound, "estimate": est, "bound / estimate": bound / est})
-random_table = pd.DataFrame(rows)
-assert (random_table["estimate"] <= random_table["bound"] * (1 + 1e-6)).all(), random_table
+layers = random_layers(token_dim=token_dim, heads=theory_heads, channels=theory_channels,
+                       image_size=theory_image_size, n_tokens=n_tokens, samples=theory_samples,
+                       generator=gen)
+# raises BoundViolation if an estimate exceeds its bound
+random_table = bound_check(layers, n_iter=theory_n_iter, seed=theory_seed)
+_ = write_table(random_table, tables / "theory_layers.csv", params)
 tight = random_table[random_table["bound / estimate"] < 1.01]
 glue_number("theory-n-layers", len(random_table), "{:d}")
 glue_number("theory-n-tight", len(tight), "{:d}")
@@ -308,37 +271,25 @@ show_table(random_table, columns={"layer": "layer", "bound": "bound", "estimate"
 # bound of the local constant on the ball).
 
 # %% tags=["hide-input"]
-attention_rows = []
-mha = nn.MultiheadAttention(d, h, batch_first=True)
-for radius in radius_grid:
-    for n in n_grid:
-        b = tb.mha_lipschitz(mha, radius, n)
-        x = torch.randn(theory_samples, n, d, generator=gen)
-        x = radius * x / x.norm(dim=-1, keepdim=True)
-        est = (tb.lipschitz_estimate(mha, x, n_iter=theory_n_iter, seed=theory_seed)
-               if n <= max_estimate_tokens else np.nan)
-        attention_rows.append({"n": n, "R": radius, "width": d, "bound": b, "estimate": est})
-for width in width_grid:
-    mha_w = nn.MultiheadAttention(width, h, batch_first=True)
-    for n in (4, 16):
-        x = torch.randn(theory_samples, n, width, generator=gen)
-        x = x / x.norm(dim=-1, keepdim=True)
-        attention_rows.append({"n": n, "R": 1.0, "width": width,
-                               "bound": tb.mha_lipschitz(mha_w, 1.0, n),
-                               "estimate": tb.lipschitz_estimate(mha_w, x, n_iter=theory_n_iter)})
-attention = pd.DataFrame(attention_rows)
-assert (attention["estimate"].dropna() <= attention.loc[attention["estimate"].notna(), "bound"]).all()
+attention = attention_scaling(width=token_dim, heads=theory_heads, n_grid=n_grid,
+                              radius_grid=radius_grid, width_grid=width_grid,
+                              samples=theory_samples, generator=gen, n_iter=theory_n_iter,
+                              seed=theory_seed, max_estimate_tokens=max_estimate_tokens)
+_ = write_table(attention, tables / "theory_attention.csv", params)
 
 # %% tags=["hide-input"]
-_ = publish_figure(plot_attention_scaling(attention, width=d), "fig-theory-attention",
-                   results_dir=results_dir, notebook="00_theory", params=params)
-by_n = attention[attention["width"] == d]
+# drawn from the saved table, as `topolip figure fig-theory-attention` redraws it
+saved = read_table(tables / "theory_attention.csv")
+_ = publish_figure(plot_attention_scaling(saved, width=token_dim), "fig-theory-attention",
+                   results_dir=results_dir, notebook="00_theory",
+                   tables=("theory_attention.csv",), params=params)
+by_n = attention[attention["width"] == token_dim]
 regime = by_n[(by_n["R"] == slope_radius) & by_n["n"].between(4, 256)]
 slope = np.polyfit(np.log(regime["n"]), np.log(regime["bound"]), 1)[0]
 assert 0.3 < slope < 0.6, slope  # about 1/2: the √n regime
 glue_number("theory-attention-slope", slope, "{:.2f}")
 glue_number("theory-slope-radius", slope_radius, "{:g}")
-_ = glue_number("theory-width", d, "{:d}")
+_ = glue_number("theory-width", token_dim, "{:d}")
 
 # %% [markdown]
 # ```{glue:figure} fig-theory-attention
@@ -368,25 +319,12 @@ _ = glue_number("theory-width", d, "{:d}")
 # patch-counting bound, and the estimate (power iteration on the operator, at random inputs).
 
 # %% tags=["hide-input"]
-conv_rows = []
-for k in kernel_grid:
-    conv = nn.Conv2d(c, c, k, padding=k // 2)
-    conv_rows.append(("kernel size", k, conv, (s, s)))
-for ch in channel_grid:
-    conv_rows.append(("channels", ch, nn.Conv2d(ch, ch, 3, padding=1), (s, s)))
-fixed = nn.Conv2d(c, c, 3, padding=1)
-for size in input_size_grid:
-    conv_rows.append(("input size", size, fixed, (size, size)))
-rows = []
-for sweep, value, conv, hw in conv_rows:
-    nb = tb.conv2d_norm_bounds(conv, hw)
-    est = tb.lipschitz_estimate(conv, torch.randn(2, conv.in_channels, *hw, generator=gen),
-                                n_iter=theory_n_iter)
-    rows.append({"sweep": sweep, "value": value, "certified": nb.upper, "method": nb.method,
-                 "circular": nb.circular, "cheap": nb.cheap, "estimate": est})
-conv_table = pd.DataFrame(rows)
-assert (conv_table["estimate"] <= conv_table["certified"] * (1 + 1e-6)).all()
-assert (conv_table["certified"] <= conv_table[["circular", "cheap"]].min(axis=1) * (1 + 1e-9)).all()
+# raises BoundViolation if an estimate exceeds the certified bound, or that one the others
+conv_table = conv_scaling(channels=theory_channels, image_size=theory_image_size,
+                          kernel_grid=kernel_grid, channel_grid=channel_grid,
+                          input_size_grid=input_size_grid, generator=gen, n_iter=theory_n_iter,
+                          seed=theory_seed)
+_ = write_table(conv_table, tables / "theory_conv.csv", params)
 
 sizes = conv_table[conv_table["sweep"] == "input size"]
 assert (np.diff(sizes["certified"]) >= -1e-3 * sizes["certified"].iloc[:-1]).all()
@@ -397,8 +335,9 @@ glue_number("theory-conv-size-last", int(sizes["value"].iloc[-1]), "{:d}")
 glue_number("theory-conv-size-prev", int(sizes["value"].iloc[-2]), "{:d}")
 cheap_slack = (conv_table["cheap"] / conv_table["certified"]).max()
 glue_number("theory-conv-cheap-slack", cheap_slack)
-_ = publish_figure(plot_conv_scaling(conv_table), "fig-theory-conv", results_dir=results_dir,
-                   notebook="00_theory", params=params)
+saved = read_table(tables / "theory_conv.csv")  # as `topolip figure fig-theory-conv` reads it
+_ = publish_figure(plot_conv_scaling(saved), "fig-theory-conv", results_dir=results_dir,
+                   notebook="00_theory", tables=("theory_conv.csv",), params=params)
 
 # %% [markdown]
 # ```{glue:figure} fig-theory-conv

@@ -26,9 +26,17 @@ results_dir = "results/quick"
 # %% tags=["remove-input"]
 from pathlib import Path
 
+from topolip.claims import family_below_counts
 from topolip.figures import plot_end_to_end, plot_topolip_by_layer
 from topolip.pipeline import publish_figure, read_table
-from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
+from topolip.report import (
+    arch_label,
+    arch_ranking,
+    glue_number,
+    kind_label,
+    show_parameters,
+    show_table,
+)
 
 tables = Path(results_dir) / "tables"
 table = read_table(tables / "topolip.csv")
@@ -49,29 +57,17 @@ _ = publish_figure(plot_topolip_by_layer(table), "fig-compare-by-layer", results
 e2e = summary.groupby(["perturbation", "arch"])["end_to_end_scale_free"].mean().unstack()
 first = e2e.loc[kinds[0]].dropna().sort_values()
 glue_number("e2e-kind", kind_label(kinds[0]), "{}")
-glue_number("e2e-smoothest-arch", ARCH_LABELS.get(first.index[0], first.index[0]), "{}")
+glue_number("e2e-smoothest-arch", arch_label(first.index[0]), "{}")
 glue_number("e2e-smoothest", first.iloc[0])
-glue_number("e2e-roughest-arch", ARCH_LABELS.get(first.index[-1], first.index[-1]), "{}")
+glue_number("e2e-roughest-arch", arch_label(first.index[-1]), "{}")
 glue_number("e2e-roughest", first.iloc[-1])
 glue_number("e2e-vit", first.get("vit", float("nan")))
 glue_number("e2e-resnet", first.get("resnet", float("nan")))
-rankings = []
-for kind, row in e2e.iterrows():
-    row = row.dropna().sort_values()
-    order = " < ".join(f"{ARCH_LABELS.get(a, a)} ({v:.3g})" for a, v in row.items())
-    rankings.append(f"{kind_label(kind)}: {order}")
-glue_number("e2e-rankings", "; ".join(rankings), "{}")
-both = e2e.dropna(axis=1)
-if {"vit", "resnet"} <= set(both.columns):
-    n_vit = int((both["vit"] < both["resnet"]).sum())
-    glue_number("e2e-vit-below-resnet", f"{n_vit} of {len(both)}", "{}")
-else:
-    glue_number("e2e-vit-below-resnet", "none", "{}")
-if {"attention_stack", "conv_stack"} <= set(both.columns):
-    n_st = int((both["attention_stack"] < both["conv_stack"]).sum())
-    glue_number("e2e-stack-below", f"{n_st} of {len(both)}", "{}")
-else:
-    glue_number("e2e-stack-below", "none", "{}")
+glue_number("e2e-rankings", "; ".join(f"{kind_label(kind)}: {arch_ranking(row)}"
+                                      for kind, row in e2e.iterrows()), "{}")
+below = family_below_counts(summary)
+glue_number("e2e-vit-below-resnet", below[("vit", "resnet")], "{}")
+glue_number("e2e-stack-below", below[("attention_stack", "conv_stack")], "{}")
 spread = summary.groupby(["perturbation", "arch"])["end_to_end_scale_free"].agg(["min", "max"])
 _ = glue_number("e2e-seed-spread", float((spread["max"] / spread["min"]).max()), "{:.2f}")
 

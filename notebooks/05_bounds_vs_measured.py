@@ -50,16 +50,14 @@ estimate_n_iter = 30     # power iterations of the estimate
 # %% tags=["remove-input"]
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from topolip.attacks import PERTURBATIONS, check_strength, perturb
-from topolip.bounds import layer_bounds
+from topolip.bound_tables import bound_looseness, bound_slack, bounds_vs_measured, chain_growth
 from topolip.data import load_dataset
-from topolip.experiments import seed_batch
+from topolip.experiments import measure_bounds, seed_batch
 from topolip.figures import plot_bounds_vs_measured
 from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
-from topolip.report import ARCH_LABELS, glue_number, show_parameters, show_table
+from topolip.report import arch_label, glue_number, show_parameters, show_table
 from topolip.train import load_trained
 
 tables = Path(results_dir) / "tables"
@@ -87,79 +85,42 @@ show_parameters(params)
 # %% tags=["hide-input"]
 # For each trained model: the bound and the estimate of every segment at the clean batch
 # (margin 0), then, per perturbation (recreated as the TopoLip notebook made it: the same seed
-# batch, kind, strength and seed, perturbed whole and cut to the n_points of the clouds), the
-# bounds with margin eps_{l-1} and the chain. layer_bounds raises if an estimate exceeds its
-# bound or a measured eps_l exceeds L_l eps_{l-1}.
+# batch, kind, strength and seed), the bounds with margin eps_{l-1} and the chain
+# (topolip.experiments.measure_bounds, which raises if an estimate exceeds its bound or a
+# measured eps_l exceeds L_l eps_{l-1}). bounds_vs_measured joins the chains with the TopoLip
+# table and checks the stability theorem on every row.
 parts = []
 for row in models.itertuples():
     model = load_trained(row.checkpoint).model
     x_eval, y_eval = seed_batch(data.x_test, data.y_test, max(n_robust, n_points), row.seed)
-    x = x_eval[:n_points]
-    local = layer_bounds(model, x, estimate_samples=estimate_samples, n_iter=estimate_n_iter,
-                         seed=row.seed)
-    local.insert(0, "arch", row.arch)
-    local.insert(1, "seed", row.seed)
-    local.insert(2, "perturbation", "none (local)")
-    parts.append(local)
-    for kind in paired_kinds:
-        strength = {PERTURBATIONS[kind]: check_strength(kind, topolip_strengths[kind])}
-        options = {"steps": pgd_steps} if kind == "pgd" else {}
-        x_t = perturb(kind, model, x_eval, y_eval, seed=row.seed, **strength,
-                      **options)[:n_points]
-        chain = layer_bounds(model, x, x_t, estimate=False)
-        chain.insert(0, "arch", row.arch)
-        chain.insert(1, "seed", row.seed)
-        chain.insert(2, "perturbation", kind)
-        parts.append(chain)
+    part = measure_bounds(model, x_eval, y_eval, {k: topolip_strengths[k] for k in paired_kinds},
+                          n_points=n_points, seed=row.seed, pgd_steps=pgd_steps,
+                          estimate_samples=estimate_samples, estimate_n_iter=estimate_n_iter)
+    part.insert(0, "arch", row.arch)
+    part.insert(1, "seed", row.seed)
+    parts.append(part)
 bounds = pd.concat(parts, ignore_index=True)
 _ = write_table(bounds, tables / "bounds.csv", params)
 
 # %% tags=["hide-input"]
-local = bounds[bounds["perturbation"] == "none (local)"]
-chains = bounds[bounds["perturbation"] != "none (local)"]
-keys = ["arch", "seed", "perturbation", "layer"]
-joined = chains.merge(measured, on=keys, suffixes=("", "_measured"), validate="one_to_one")
-assert len(joined) == len(chains), "every bound row must match a TopoLip row"
-# the recreated perturbations are those of the TopoLip table
-np.testing.assert_allclose(joined["eps"], joined["eps_measured"], rtol=1e-3, atol=1e-5)
-assert (joined["bottleneck"] <= joined["envelope_chain"] * (1 + 1e-6) + 1e-5).all()
-assert (joined["bottleneck"] <= joined["envelope"] + 1e-5).all()
-joined = joined.sort_values(["arch", "seed", "perturbation", "depth"])
-eps_prev = joined.groupby(["arch", "seed", "perturbation"])["eps_measured"].shift(1)
-joined["ratio"] = joined["bottleneck"] / eps_prev            # W_inf,inf,l / eps_{l-1}
-joined["two_lip"] = 2 * joined["bound"]                      # 2 L_l, margin eps_{l-1}
-subsample = joined["envelope"] - 2 * joined["eps_measured"]  # 2 r_cover when subsampled
-ok = joined["ratio"].isna() | (joined["bottleneck"] <= joined["two_lip"] * eps_prev
-                                + subsample + 1e-5)
-assert ok.all(), joined.loc[~ok, keys]
-
+joined = bounds_vs_measured(bounds, measured)
 glue_number("bounds-data", f"{data.name}, {n_points} test images", "{}")
-_ = publish_figure(plot_bounds_vs_measured(joined), "fig-bounds-vs-measured",
+# drawn from the saved tables, as `topolip figure fig-bounds-vs-measured` redraws it
+saved = bounds_vs_measured(read_table(tables / "bounds.csv"), measured)
+_ = publish_figure(plot_bounds_vs_measured(saved), "fig-bounds-vs-measured",
                    results_dir=results_dir, notebook="05_bounds_vs_measured",
                    tables=("bounds.csv", "topolip.csv"), params=params,
                    seeds=sorted(models["seed"].unique()))
 
-body = joined[joined["depth"] > 0].dropna(subset=["ratio"])
-body = body[body["ratio"] > 0]
-slack = body["two_lip"] / body["ratio"]
+slack = bound_slack(joined)
 glue_number("bounds-max-slack", slack.max())
 glue_number("bounds-min-slack", slack.min())
 glue_number("bounds-median-slack", slack.median())
-glue_number("bounds-n-layers", len(body), "{:d}")
-growth = []
-for arch, a in joined.groupby("arch", sort=False):
-    last = a[a["depth"] == a["depth"].max()]
-    measured_growth = (last["eps_measured"].to_numpy()
-                       / a[a["depth"] == 0]["eps_measured"].to_numpy()).max()
-    growth.append({"arch": arch, "chained": a["chained_bound"].max(),
-                   "measured": measured_growth})
-growth = pd.DataFrame(growth).set_index("arch")
-growth["slack"] = growth["chained"] / growth["measured"]
-glue_number("bounds-chain-loosest-arch", ARCH_LABELS.get(growth["slack"].idxmax(),
-                                                         growth["slack"].idxmax()), "{}")
+glue_number("bounds-n-layers", len(slack), "{:d}")
+growth = chain_growth(joined)
+glue_number("bounds-chain-loosest-arch", arch_label(growth["slack"].idxmax()), "{}")
 glue_number("bounds-chain-loosest", growth["slack"].max())
-glue_number("bounds-chain-tightest-arch", ARCH_LABELS.get(growth["slack"].idxmin(),
-                                                          growth["slack"].idxmin()), "{}")
+glue_number("bounds-chain-tightest-arch", arch_label(growth["slack"].idxmin()), "{}")
 _ = glue_number("bounds-chain-tightest", growth["slack"].min())
 
 # %% [markdown]
@@ -196,13 +157,7 @@ _ = glue_number("bounds-chain-tightest", growth["slack"].min())
 # bound with the gap between the worst case and the inputs seen.
 
 # %% tags=["remove-input"]
-segments = local[local["depth"] > 0]
-assert (segments["estimate"] <= segments["bound"] * (1 + 1e-6)).all()
-looseness = (segments.groupby(["segment"])
-             .agg(archs=("arch", lambda a: ", ".join(ARCH_LABELS.get(v, v) for v in sorted(set(a)))),
-                  layers=("layer", "nunique"), max_ratio=("ratio", "max"),
-                  median_ratio=("ratio", "median"), max_bound=("bound", "max"))
-             .sort_values("max_ratio").reset_index())
+looseness = bound_looseness(bounds)
 _ = write_table(looseness, tables / "bound_looseness.csv")
 glue_number("bounds-loosest-segment", looseness["segment"].iloc[-1], "{}")
 glue_number("bounds-loosest-ratio", looseness["max_ratio"].iloc[-1])

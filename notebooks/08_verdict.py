@@ -32,21 +32,23 @@ alpha = 0.05
 # %% tags=["remove-input"]
 from pathlib import Path
 
-import pandas as pd
-
-from topolip.claims import evaluate, load_claims
+from topolip.claims import evaluate, load_claims, verdict_counts, with_options
 from topolip.figures import plot_verdicts
 from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
-from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
+from topolip.report import (
+    comparison_label,
+    format_interval,
+    glue_number,
+    show_parameters,
+    show_table,
+)
 
 params = {**notebook_parameters(globals(), "08_verdict"), "claims": "data/claims.yml"}
 show_parameters(params)
 
 # %% tags=["hide-input"]
 tables_dir = Path(results_dir) / "tables"
-claims = load_claims("data/claims.yml")
-claims = [type(c)(c.id, c.statement, c.source, c.check, {**c.options, "alpha": alpha})
-          for c in claims]
+claims = with_options(load_claims("data/claims.yml"), alpha=alpha)
 tables = {name: read_table(tables_dir / f"{name}.csv")
           for name in ("topolip", "topolip_summary", "resamples", "smoothness",
                        "ood_topolip_summary", "ood_resamples", "ood_behaviour")}
@@ -61,18 +63,8 @@ seeds = sorted(int(s) for s in tables["topolip_summary"]["seed"].unique())
 _ = publish_figure(plot_verdicts(verdicts), "fig-verdicts",
                    results_dir=results_dir, notebook="08_verdict",
                    tables=("verdicts.csv",), params=params, seeds=seeds)
-counts = verdicts.groupby(["claim", "verdict"]).size().unstack(fill_value=0)
-
-
-def tally(claim_id):
-    if claim_id not in counts.index:
-        return "no comparison"
-    row = counts.loc[claim_id]
-    return ", ".join(f"{n} {v}" for v, n in row.items() if n)
-
-
 for c in claims:
-    glue_number(f"headline-{c.id}", tally(c.id), "{}")
+    glue_number(f"headline-{c.id}", verdict_counts(verdicts, c.id), "{}")
 glue_number("headline-n-seeds", len(seeds), "{}")
 glue_number("headline-n-comparisons", int((verdicts["claim"] != "envelope").sum()), "{}")
 decisive = verdicts[verdicts["verdict"].isin(["supported", "contradicted"])
@@ -80,16 +72,12 @@ decisive = verdicts[verdicts["verdict"].isin(["supported", "contradicted"])
 glue_number("headline-n-decisive", len(decisive), "{}")
 glue_number("headline-n-supported", int((decisive["verdict"] == "supported").sum()), "{}")
 glue_number("headline-n-contradicted", int((decisive["verdict"] == "contradicted").sum()), "{}")
-vr = verdicts[(verdicts["claim"] == "attention-more-robust")
-              & (verdicts["comparison"] == "vit vs resnet")]
 glue_number("headline-vit-resnet-robust",
-            ", ".join(f"{n} {v}" for v, n in vr["verdict"].value_counts().items())
-            or "no comparison", "{}")
-vs = verdicts[(verdicts["claim"] == "attention-smoother")
-              & (verdicts["comparison"] == "vit vs resnet")]
+            verdict_counts(verdicts, "attention-more-robust", comparison="vit vs resnet",
+                           by_count=True), "{}")
 glue_number("headline-vit-resnet-smoother",
-            ", ".join(f"{n} {v}" for v, n in vs["verdict"].value_counts().items())
-            or "no comparison", "{}")
+            verdict_counts(verdicts, "attention-smoother", comparison="vit vs resnet",
+                           by_count=True), "{}")
 env = verdicts[verdicts["claim"] == "envelope"]
 _ = glue_number("headline-envelope-ratio", float(env["effect"].iloc[0]) if len(env) else float("nan"),
             "{:.2f}")
@@ -131,11 +119,10 @@ _ = glue_number("headline-envelope-ratio", float(env["effect"].iloc[0]) if len(e
 
 # %% tags=["remove-input"]
 view = verdicts[verdicts["claim"] != "envelope"].copy()
-view["comparison"] = [" vs ".join(ARCH_LABELS.get(a, a) for a in c.split(" vs ")) + ", "
-                      + kind_label(g) for c, g in zip(view["comparison"], view["group"],
-                                                      strict=True)]
+view["comparison"] = [comparison_label(c, g)
+                      for c, g in zip(view["comparison"], view["group"], strict=True)]
 view["effect (95% interval)"] = [
-    f"{e:.3g} [{lo:.3g}, {hi:.3g}]" if pd.notna(lo) else f"{e:.3g}"
+    format_interval(e, lo, hi)
     for e, lo, hi in zip(view["effect"], view["low"], view["high"], strict=True)]
 show_table(view[["claim", "comparison", "effect (95% interval)", "p_adjusted", "n_seeds",
                  "verdict"]],

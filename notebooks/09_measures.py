@@ -45,9 +45,15 @@ alpha = 0.05
 from pathlib import Path
 
 from topolip.figures import plot_measure_study
-from topolip.measure_study import MEASURES, measure_population, measure_study
+from topolip.measure_study import (
+    MEASURES,
+    best_measures,
+    mean_tau,
+    measure_population,
+    measure_study,
+)
 from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
-from topolip.report import glue_number, kind_label, show_parameters, show_table
+from topolip.report import format_interval, glue_number, kind_label, show_parameters, show_table
 
 params = notebook_parameters(globals(), "09_measures")
 show_parameters({**params, "tables read": "topolip_summary.csv, sweeps.csv"})
@@ -71,28 +77,27 @@ _ = publish_figure(plot_measure_study(study), "fig-measure-study", results_dir=r
                    seeds=seeds)
 ref = study[study["measure"] == "end_to_end_scale_free"].set_index("perturbation")
 glue_number("ms-ref-taus", "; ".join(
-    f"{kind_label(k)} {r['tau']:.2f} "
-    f"[{r['tau_low']:.2f}, {r['tau_high']:.2f}]" for k, r in ref.iterrows()), "{}")
+    f"{kind_label(k)} {format_interval(r['tau'], r['tau_low'], r['tau_high'], '{:.2f}')}"
+    for k, r in ref.iterrows()), "{}")
 others = study[study["measure"] != "end_to_end_scale_free"]
 counts = others["comparison"].value_counts()
 glue_number("ms-n-comparisons", int(others["comparison"].ne("").sum()), "{}")
 glue_number("ms-n-better", int(counts.get("TopoLip better", 0)), "{}")
 glue_number("ms-n-worse", int(counts.get("TopoLip worse", 0)), "{}")
 glue_number("ms-n-undecided", int(counts.get("no difference shown", 0)), "{}")
-defined = study.dropna(subset=["tau"])
-best = defined.loc[defined.groupby("perturbation")["tau"].idxmax()]
+best = best_measures(study)
 glue_number("ms-best", "; ".join(
     f"{kind_label(k)}: {lab} ({t:.2f})"
     for k, lab, t in zip(best["perturbation"], best["label"], best["tau"], strict=True))
     or "undefined (too few models)", "{}")
-mean_tau = defined.groupby("label", sort=False)["tau"].mean().sort_values(ascending=False)
-if MEASURES[0].label in mean_tau.index:
-    rank = list(mean_tau.index).index(MEASURES[0].label) + 1
-    glue_number("ms-ref-rank", f"{rank} of {len(mean_tau)}", "{}")
+taus = mean_tau(study)
+if MEASURES[0].label in taus.index:
+    rank = list(taus.index).index(MEASURES[0].label) + 1
+    glue_number("ms-ref-rank", f"{rank} of {len(taus)}", "{}")
 else:
     glue_number("ms-ref-rank", "unranked (τ undefined)", "{}")
-glue_number("ms-top-measure", mean_tau.index[0] if len(mean_tau) else "none", "{}")
-glue_number("ms-top-tau", float(mean_tau.iloc[0]) if len(mean_tau) else float("nan"), "{:.2f}")
+glue_number("ms-top-measure", taus.index[0] if len(taus) else "none", "{}")
+glue_number("ms-top-tau", float(taus.iloc[0]) if len(taus) else float("nan"), "{:.2f}")
 gran = study.dropna(subset=["granulated_tau"])
 gref = gran[gran["measure"] == "end_to_end_scale_free"]
 glue_number("ms-granulated", "; ".join(
@@ -133,7 +138,7 @@ show_table(wide.reset_index(names="measure"), digits=2,
 
 # %% tags=["remove-input"]
 cmp = study[study["comparison"] != ""].copy()
-cmp["difference (95% interval)"] = [f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]" for d, lo, hi in
+cmp["difference (95% interval)"] = [format_interval(d, lo, hi, "{:+.2f}") for d, lo, hi in
                                     zip(cmp["diff"], cmp["diff_low"], cmp["diff_high"],
                                         strict=True)]
 cmp["perturbation"] = cmp["perturbation"].map(kind_label)

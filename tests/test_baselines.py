@@ -2,6 +2,7 @@
 layer, a rotation, a permutation of the points."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -14,7 +15,7 @@ from topolip.baselines import (
     rtd_lite,
     spectral_norm_product,
 )
-from topolip.measure_study import measure_population, measure_study
+from topolip.measure_study import best_measures, mean_tau, measure_population, measure_study
 from topolip.metric import topolip_table
 
 RNG = np.random.default_rng(0)
@@ -103,3 +104,18 @@ def test_measure_study_ranks_a_perfect_measure_above_noise():
     assert study.loc[("fgsm", "logit_margin"), "tau"] == pytest.approx(1.0)
     assert study.loc[("fgsm", "displacement_ratio_max"), "comparison"] == "TopoLip better"
     assert study.loc[("fgsm", "logit_margin"), "comparison"] == "no difference shown"
+
+
+def test_best_measure_per_kind_and_mean_tau_ranking():
+    study = pd.DataFrame({
+        "perturbation": ["fgsm", "fgsm", "fgsm", "noise", "noise", "noise"],
+        "label": ["TopoLip", "CKA", "margin", "TopoLip", "CKA", "margin"],
+        "tau": [0.6, 0.2, float("nan"), 0.1, 0.4, float("nan")]})
+    best = best_measures(study)
+    assert best[["perturbation", "label"]].values.tolist() == [["fgsm", "TopoLip"],
+                                                               ["noise", "CKA"]]
+    taus = mean_tau(study)
+    assert list(taus.index) == ["TopoLip", "CKA"]  # margin has no defined tau
+    assert taus.tolist() == pytest.approx([0.35, 0.3])
+    with pytest.raises(ValueError, match=r"study lacks the columns \['tau'\]"):
+        mean_tau(study.drop(columns="tau"))

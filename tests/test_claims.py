@@ -11,9 +11,12 @@ from topolip.claims import (
     CHECKS,
     Claim,
     evaluate,
+    family_below_counts,
     load_claims,
     most_robust_vs_smoothest,
     smoothness_table,
+    verdict_counts,
+    with_options,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -183,3 +186,49 @@ def test_most_robust_vs_smoothest_per_kind():
     assert t.loc["fgsm", ["most_robust", "smoothest", "agree"]].tolist() == ["resnet", "vit", False]
     assert t.loc["blur", "agree"] and t.loc["blur", "vit_smaller_drop"]
     assert not t.loc["fgsm", "vit_smaller_drop"] and t.loc["fgsm", "vit_lower_measure"]
+
+
+def test_with_options_adds_alpha_without_touching_the_originals():
+    claims = load_claims(ROOT / "data" / "claims.yml")
+    strict = with_options(claims, alpha=0.01)
+    assert [c.id for c in strict] == [c.id for c in claims]
+    assert all(c.options["alpha"] == 0.01 for c in strict)
+    assert all({k: v for k, v in s.options.items() if k != "alpha"}
+               == {k: v for k, v in c.options.items() if k != "alpha"}
+               for s, c in zip(strict, claims, strict=True))
+    assert all("alpha" not in c.options or c.options["alpha"] != 0.01 for c in claims)
+
+
+def test_verdict_counts_text():
+    v = pd.DataFrame({"claim": ["a"] * 4 + ["b"],
+                      "comparison": ["vit vs resnet"] * 3 + ["s vs c", "vit vs resnet"],
+                      "verdict": ["undecided", "supported", "undecided", "contradicted",
+                                  "supported"]})
+    assert verdict_counts(v, "a") == "1 contradicted, 1 supported, 2 undecided"
+    assert verdict_counts(v, "a", comparison="vit vs resnet",
+                          by_count=True) == "2 undecided, 1 supported"
+    assert verdict_counts(v, "c") == "no comparison"
+    with pytest.raises(ValueError, match="lacks column"):
+        verdict_counts(v.drop(columns="verdict"), "a")
+
+
+def test_family_below_counts_uses_seed_means_and_only_complete_architectures():
+    rows = []
+    for kind, vit, resnet, att in (("fgsm", (1.0, 3.0), (2.5, 2.5), 1.0),
+                                   ("pgd", (4.0, 4.0), (1.0, 2.0), 1.0),
+                                   ("contrast", (1.0, 1.0), (2.0, 2.0), None)):
+        for seed in (0, 1):
+            rows += [{"arch": "vit", "seed": seed, "perturbation": kind,
+                      "end_to_end_scale_free": vit[seed]},
+                     {"arch": "resnet", "seed": seed, "perturbation": kind,
+                      "end_to_end_scale_free": resnet[seed]},
+                     {"arch": "conv_stack", "seed": seed, "perturbation": kind,
+                      "end_to_end_scale_free": 5.0}]
+            if att is not None:
+                rows.append({"arch": "attention_stack", "seed": seed, "perturbation": kind,
+                             "end_to_end_scale_free": att})
+    counts = family_below_counts(pd.DataFrame(rows))
+    # fgsm: mean 2 < 2.5; pgd: 4 > 1.5; contrast: 1 < 2
+    assert counts[("vit", "resnet")] == "2 of 3"
+    # the attention stack lacks contrast: not compared
+    assert counts[("attention_stack", "conv_stack")] == "none"

@@ -15,8 +15,15 @@ import torch
 from scipy.stats import spearmanr
 from torch import nn
 
+from topolip.bound_tables import LOCAL, bounds_vs_measured
 from topolip.data import ImageSplit, load_mnist
-from topolip.experiments import measure_topolip, model_summaries
+from topolip.experiments import (
+    measure_bounds,
+    measure_model,
+    measure_topolip,
+    model_summaries,
+    seed_batch,
+)
 from topolip.figures import (
     plot_accuracy_curves,
     plot_ood_behaviour,
@@ -46,6 +53,36 @@ def trained(data):
                  TrainConfig(epochs=3, batch_size=32, lr=3e-3), device="cpu", progress=False)
     assert result.test_accuracy > 0.5, "the fixture model must have learned something"
     return result.model
+
+
+# --- bounds against measurement ---------------------------------------------------------------
+
+
+def test_measure_bounds_recreates_the_topolip_perturbations(trained, data):
+    x, y = seed_batch(data.x_test, data.y_test, 24, seed=0)
+    kinds = {"fgsm": 0.1, "gaussian_noise": 2}
+    bounds = measure_bounds(trained, x, y, kinds, n_points=12, seed=0, pgd_steps=2,
+                            estimate_samples=3, estimate_n_iter=5)
+    n_layers = 1 + len(trained.probe_points)
+    assert bounds["perturbation"].tolist() == ([LOCAL] * n_layers + ["fgsm"] * n_layers
+                                               + ["gaussian_noise"] * n_layers)
+    assert bounds.columns[0] == "perturbation"
+    local = bounds[bounds["perturbation"] == LOCAL].iloc[1:]
+    assert (local["estimate"] <= local["bound"] * (1 + 1e-6)).all()
+    chains = bounds[bounds["perturbation"] != LOCAL]
+    assert (chains["eps"] <= chains["eps_bound_chain"] * (1 + 1e-6) + 1e-5).all()
+    # the same perturbed clouds as the TopoLip measurement of the same batch and seed
+    topo = measure_model(trained, x, y, kinds, DistanceSpec(degrees=(0,)), n_points=12,
+                         seed=0, pgd_steps=2, baseline_measures=False).layers
+    topo.insert(0, "arch", "resnet")
+    topo.insert(1, "seed", 0)
+    joined = bounds_vs_measured(bounds.assign(arch="resnet", seed=0), topo)
+    assert len(joined) == 2 * n_layers
+    assert (joined["ratio"].iloc[1:].dropna() <= joined["two_lip"].iloc[1:].dropna()).all()
+    with pytest.raises(ValueError, match="unknown kinds"):
+        measure_bounds(trained, x, y, {"fog": 1}, n_points=12)
+    with pytest.raises(ValueError, match="n_points must be an integer in 1..24"):
+        measure_bounds(trained, x, y, kinds, n_points=30)
 
 
 # --- robustness curves -------------------------------------------------------------------------

@@ -74,6 +74,23 @@ def test_bounds_figure_needs_the_ratio_columns():
         figures.plot_bounds_vs_measured(pd.DataFrame({"arch": ["vit"], "x": [1.0]}))
 
 
+def test_attention_scaling_takes_the_width_of_the_sweeps_by_default():
+    rows = [{"n": n, "R": r, "width": 8, "bound": n * r, "estimate": n * r / 2}
+            for r in (1.0, 2.0) for n in (1, 4, 16)]
+    rows += [{"n": n, "R": 1.0, "width": w, "bound": 1.0, "estimate": 0.5}
+             for w in (4, 16) for n in (4, 16)]
+    t = pd.DataFrame(rows)
+    fig = figures.plot_attention_scaling(t)
+    try:
+        assert fig.axes[0].get_title().startswith("(a) against the sequence length (D = 8;")
+        # one bound and one estimate line per radius, and the √n guide
+        assert len(fig.axes[0].get_lines()) == 2 * 2 + 1
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="no row of attention has width=32"):
+        figures.plot_attention_scaling(t, width=32)
+
+
 def test_end_to_end_figure_puts_the_mean_over_seeds():
     t = pd.DataFrame({"arch": ["vit", "vit", "resnet"], "seed": [0, 1, 0],
                       "perturbation": ["fgsm"] * 3, "end_to_end_scale_free": [2.0, 8.0, 3.0]})

@@ -2,9 +2,10 @@
 
 data → models → activations → diagrams → distances → metric → tables → figures → book:
 
-- the diagram and distance code, the table statistics (``stats``, ``measure_study``, ``claims``),
-  the report helpers and the figures import no torch (checked at run time, in a fresh
-  interpreter, on ``sys.modules``); the diagram and distance code imports no model either;
+- the diagram and distance code, the table statistics (``stats``, ``measure_study``, ``claims``,
+  ``bound_tables``), the report helpers and the figures import no torch (checked at run time,
+  in a fresh interpreter, on ``sys.modules``); the diagram and distance code imports no model
+  either;
 - the science modules (everything in ``topolip`` but ``topolip.pipeline`` and ``topolip.cli``)
   never import the pipeline or the CLI (checked statically on every import statement);
 - ``topolip.bounds`` does not know how the models are built: it imports no ``topolip.models``
@@ -30,6 +31,7 @@ TORCH_FREE = [
     "topolip.stats",
     "topolip.measure_study",
     "topolip.claims",
+    "topolip.bound_tables",
     "topolip.report",
     "topolip.figures",
 ]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,8 @@ from . import stats
 
 __all__ = [
     "CHECKS", "FAMILY_PAIRS", "Claim", "Verdict", "evaluate", "family_comparisons",
-    "load_claims", "most_robust_vs_smoothest", "smoothness_table",
+    "family_below_counts", "load_claims", "most_robust_vs_smoothest", "smoothness_table",
+    "verdict_counts", "with_options",
 ]
 
 #: (attention-based, convolution-based) architectures compared with each other.
@@ -106,11 +107,125 @@ def load_claims(path: str | Path) -> list[Claim]:
     return claims
 
 
+def with_options(claims: list[Claim], **options: Any) -> list[Claim]:
+    """The claims with ``options`` added to (or replacing) each one's check options.
+
+    Parameters
+    ----------
+    claims : list of Claim
+        E.g. :func:`load_claims`'s.
+    **options
+        Keyword options of the checks (``alpha=0.01``).
+
+    Returns
+    -------
+    list of Claim
+        New claims; ``claims`` is left unchanged.
+
+    Examples
+    --------
+    >>> c = Claim("a", "A is smaller.", "paper", "lower_topolip", {"measure": "m"})
+    >>> with_options([c], alpha=0.01)[0].options
+    {'measure': 'm', 'alpha': 0.01}
+    """
+    return [replace(c, options={**c.options, **options}) for c in claims]
+
+
+def verdict_counts(verdicts: pd.DataFrame, claim: str, *, comparison: str | None = None,
+                   by_count: bool = False) -> str:
+    """How many comparisons of ``claim`` got each verdict, as text (``"2 supported, 1
+    undecided"``).
+
+    Parameters
+    ----------
+    verdicts : pandas.DataFrame
+        :func:`evaluate`'s table (``claim``, ``comparison``, ``verdict``).
+    claim : str
+        A claim id.
+    comparison : str, optional
+        Only this comparison (``"vit vs resnet"``).
+    by_count : bool, default=False
+        Order the verdicts by decreasing count (else alphabetically).
+
+    Returns
+    -------
+    str
+        ``"n verdict"`` joined by commas, or ``"no comparison"`` when no row matches.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing.
+
+    Examples
+    --------
+    >>> v = pd.DataFrame({"claim": ["a", "a", "a"], "comparison": ["x", "x", "y"],
+    ...                   "verdict": ["undecided", "supported", "supported"]})
+    >>> verdict_counts(v, "a"), verdict_counts(v, "a", comparison="y"), verdict_counts(v, "b")
+    ('2 supported, 1 undecided', '1 supported', 'no comparison')
+    """
+    _require(verdicts, ["claim", "comparison", "verdict"], "verdicts")
+    rows = verdicts[verdicts["claim"] == claim]
+    if comparison is not None:
+        rows = rows[rows["comparison"] == comparison]
+    counts = rows["verdict"].value_counts() if by_count else rows["verdict"].value_counts(
+        sort=False).sort_index()
+    return ", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no comparison"
+
+
 def _require(table: pd.DataFrame, columns: list[str], name: str) -> None:
     missing = [c for c in columns if c not in table.columns]
     if missing:
         raise ValueError(f"table {name!r} lacks column(s) {missing}; it has "
                          f"{list(table.columns)}")
+
+
+def family_below_counts(summary: pd.DataFrame, measure: str = "end_to_end_scale_free", *,
+                        group_col: str = "perturbation") -> dict[tuple[str, str], str]:
+    """In how many groups each attention model's seed mean is below its convolution partner's.
+
+    A descriptive count for the narrative (no interval, no test: :func:`family_comparisons`
+    decides); only the architectures measured in every group are compared.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        One row per model and group (``arch``, ``group_col``, ``measure``), e.g.
+        ``tables/topolip_summary.csv``.
+    measure : str, default="end_to_end_scale_free"
+        The column compared.
+    group_col : str, default="perturbation"
+        The column of the groups.
+
+    Returns
+    -------
+    dict of (str, str) to str
+        For each pair of :data:`FAMILY_PAIRS`: ``"k of n"`` (``k`` groups of ``n`` where the
+        attention model is lower), or ``"none"`` when either model is missing from a group.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"arch": ["vit", "resnet"] * 2, "perturbation": ["a", "a", "b", "b"],
+    ...                   "end_to_end_scale_free": [1.0, 2.0, 3.0, 2.0]})
+    >>> family_below_counts(t)
+    {('vit', 'resnet'): '1 of 2', ('attention_stack', 'conv_stack'): 'none'}
+    """
+    _require(summary, ["arch", group_col, measure], "summary")
+    means = summary.groupby([group_col, "arch"])[measure].mean().unstack()
+    both = means.dropna(axis=1)
+    out = {}
+    for attention, convolution in FAMILY_PAIRS:
+        if {attention, convolution} <= set(both.columns):
+            below = int((both[attention] < both[convolution]).sum())
+            out[(attention, convolution)] = f"{below} of {len(both)}"
+        else:
+            out[(attention, convolution)] = "none"
+    return out
 
 
 def _side(points: pd.DataFrame, resamples: pd.DataFrame | None, arch: str, measure: str,

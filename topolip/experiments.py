@@ -26,8 +26,8 @@ from .metric import DistanceSpec, layer_diagrams, median_pairwise_distance, summ
 from .models import collect_activations, forward_probes
 
 __all__ = [
-    "ModelMeasurement", "end_to_end_resamples", "measure_model", "measure_topolip",
-    "model_summaries", "seed_batch",
+    "ModelMeasurement", "end_to_end_resamples", "measure_bounds", "measure_model",
+    "measure_topolip", "model_summaries", "seed_batch",
 ]
 
 
@@ -466,3 +466,96 @@ def model_summaries(table: pd.DataFrame, by: tuple[str, ...] = ("arch", "seed", 
         rows.append({**dict(zip(by, key, strict=True)),
                      **summarize(group.sort_values("depth").reset_index(drop=True))})
     return pd.DataFrame(rows)
+
+
+def measure_bounds(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    perturbations: Mapping[str, float],
+    *,
+    n_points: int,
+    seed: int = 0,
+    pgd_steps: int = 10,
+    estimate_samples: int = 16,
+    estimate_n_iter: int = 30,
+) -> pd.DataFrame:
+    """The Lipschitz bounds of one trained model's segments, at the clean batch and per
+    perturbation (the rows of ``tables/bounds.csv``).
+
+    First :func:`topolip.bounds.layer_bounds` at the clean clouds ``x[:n_points]`` (margin 0,
+    with the estimates), then for each perturbation the certified chain with margins
+    ``ε_{ℓ−1}``: the perturbation is recreated as :func:`measure_model` makes it (the whole
+    ``x`` perturbed with ``seed``, cut to its first ``n_points`` images), so its ``eps``
+    agrees with the TopoLip table of the same batch and seed.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A trained model built by :func:`topolip.models.build_model`.
+    x : torch.Tensor of shape (n, C, H, W)
+        Clean evaluation images, pixels in [0, 1] (:func:`seed_batch`), ``n >= n_points``.
+    y : torch.Tensor of shape (n,)
+        Their labels (the attacks need them).
+    perturbations : mapping of str to float
+        ``{kind: strength}``: ε in pixel units (attacks, L∞) or severity 0..5 (corruptions).
+    n_points : int
+        Images of each point cloud, ``1 <= n_points <= n``.
+    seed : int, default=0
+        Seed of the random perturbations and of the estimate's start vectors (pass the
+        training seed, as for :func:`measure_model`).
+    pgd_steps : int, default=10
+        Steps of PGD.
+    estimate_samples : int, default=16
+        Clean images at which each segment's Jacobian norm is estimated.
+    estimate_n_iter : int, default=30
+        Power iterations of the estimate.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``perturbation`` first (:data:`topolip.bound_tables.LOCAL` for the clean rows, then
+        each kind of ``perturbations`` in order), then the columns of
+        :func:`topolip.bounds.layer_bounds` (the chain rows add ``margin``, ``eps``,
+        ``eps_bound_step``, ``eps_bound_chain``, ``envelope_chain``; their estimates are NaN).
+
+    Raises
+    ------
+    ValueError
+        For an unknown kind, an invalid strength or ``n_points`` out of range.
+    topolip.bounds.BoundViolation
+        If an estimate exceeds its bound or a measured ``ε_ℓ`` exceeds ``L_ℓ ε_{ℓ−1}``
+        (a bug).
+
+    Notes
+    -----
+    ``W_{∞,∞,ℓ} ≤ 2ε_ℓ ≤ 2 Π_{j≤ℓ} L_j ε_0`` (DESIGN.md section 2); the TopoLip chapter joins
+    these rows with ``tables/topolip.csv`` (:func:`topolip.bound_tables.bounds_vs_measured`).
+
+    References
+    ----------
+    .. [1] B. Chen, "Is smoothness the key to robustness?", arXiv:2410.17628.
+    """
+    from .bound_tables import LOCAL
+    from .bounds import layer_bounds
+
+    if not (isinstance(n_points, int) and 1 <= n_points <= len(x)):
+        raise ValueError(f"n_points must be an integer in 1..{len(x)} (the images of x); "
+                         f"got {n_points!r}")
+    unknown = sorted(set(perturbations) - set(PERTURBATIONS))
+    if unknown:
+        raise ValueError(f"perturbations has unknown kinds {unknown}; known: "
+                         f"{sorted(PERTURBATIONS)}")
+    clean = x[:n_points]
+    local = layer_bounds(model, clean, estimate_samples=estimate_samples,
+                         n_iter=estimate_n_iter, seed=seed)
+    local.insert(0, "perturbation", LOCAL)
+    parts = [local]
+    for kind, strength in perturbations.items():
+        value = {PERTURBATIONS[kind]: check_strength(kind, strength)}
+        options = {"steps": pgd_steps} if kind == "pgd" else {}
+        x_t = perturb(kind, model, x, y, seed=seed, **value, **options)[:n_points]
+        chain = layer_bounds(model, clean, x_t, estimate=False)
+        chain.insert(0, "perturbation", kind)
+        parts.append(chain)
+    return pd.concat(parts, ignore_index=True)

@@ -628,7 +628,7 @@ def plot_ood_behaviour(table: pd.DataFrame, *, hue: str = "arch",
 
 
 @_styled
-def plot_attention_scaling(attention: pd.DataFrame, *, width: int,
+def plot_attention_scaling(attention: pd.DataFrame, *, width: int | None = None,
                            profile_note: str | None = None) -> plt.Figure:
     """The local attention bound and its estimate against sequence length, radius and width.
 
@@ -636,9 +636,10 @@ def plot_attention_scaling(attention: pd.DataFrame, *, width: int,
     ----------
     attention : pandas.DataFrame
         Columns ``n`` (tokens), ``R`` (token norm), ``width`` (D), ``bound``, ``estimate``
-        (NaN where not computed), as built in the theory chapter.
-    width : int
-        The width D of the rows used in the first two panels.
+        (NaN where not computed), as :func:`topolip.bounds.attention_scaling` builds it.
+    width : int, optional
+        The width D of the rows used in the first two panels; by default the width with the
+        most rows (that of the length and radius sweeps).
     profile_note : str, optional
         Written under the panels.
 
@@ -651,7 +652,7 @@ def plot_attention_scaling(attention: pd.DataFrame, *, width: int,
     Raises
     ------
     ValueError
-        If ``attention`` lacks a column.
+        If ``attention`` lacks a column or has no row, or no row has the given ``width``.
 
     Examples
     --------
@@ -662,6 +663,14 @@ def plot_attention_scaling(attention: pd.DataFrame, *, width: int,
     >>> plt.close(fig)
     """
     _require(attention, ["n", "R", "width", "bound", "estimate"], "attention")
+    if attention.empty:
+        raise ValueError("attention has no row")
+    if width is None:  # the most frequent width; the smallest on a tie
+        counts = attention["width"].value_counts()
+        width = int(min(counts.index[counts == counts.max()]))
+    elif not (attention["width"] == width).any():
+        raise ValueError(f"no row of attention has width={width}; widths: "
+                         f"{sorted(attention['width'].unique().tolist())}")
     fig, axes = plt.subplots(3, 1, figsize=(FIG_WIDTH, 8.4), squeeze=False)
     ax = axes[0, 0]
     by_n = attention[attention["width"] == width]
@@ -716,7 +725,7 @@ def plot_conv_scaling(conv: pd.DataFrame, *, profile_note: str | None = None) ->
     ----------
     conv : pandas.DataFrame
         Columns ``sweep`` ("kernel size", "channels", "input size"), ``value``, ``certified``,
-        ``circular``, ``cheap``, ``estimate``, as built in the theory chapter.
+        ``circular``, ``cheap``, ``estimate``, as :func:`topolip.bounds.conv_scaling` builds it.
     profile_note : str, optional
         Written under the panels.
 

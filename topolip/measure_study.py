@@ -31,7 +31,8 @@ import pandas as pd
 
 from . import stats
 
-__all__ = ["MEASURES", "Measure", "measure_population", "measure_study"]
+__all__ = ["MEASURES", "Measure", "best_measures", "mean_tau", "measure_population",
+           "measure_study"]
 
 
 @dataclass(frozen=True)
@@ -200,3 +201,70 @@ def measure_study(population: pd.DataFrame, sweeps: pd.DataFrame | None = None, 
                          "diff_high": math.nan if m.column == reference else hi,
                          "comparison": comparison, "granulated_tau": gt, "n_axes": n_axes})
     return pd.DataFrame(rows)
+
+
+def _check_study(study: pd.DataFrame) -> None:
+    missing = [c for c in ("perturbation", "label", "tau") if c not in study]
+    if missing:
+        raise ValueError(f"study lacks the columns {missing}; it has {list(study.columns)}")
+
+
+def best_measures(study: pd.DataFrame) -> pd.DataFrame:
+    """Per perturbation kind, the measure with the largest Kendall τ with the response.
+
+    Parameters
+    ----------
+    study : pandas.DataFrame
+        :func:`measure_study`'s table (``perturbation``, ``label``, ``tau``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of ``study`` with the largest defined ``tau`` of each ``perturbation``
+        (the first such row on a tie), by perturbation; empty when no τ is defined.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing.
+
+    Examples
+    --------
+    >>> s = pd.DataFrame({"perturbation": ["a", "a", "b"], "label": ["x", "y", "x"],
+    ...                   "tau": [0.2, 0.5, float("nan")]})
+    >>> best_measures(s)[["perturbation", "label"]].values.tolist()
+    [['a', 'y']]
+    """
+    _check_study(study)
+    defined = study.dropna(subset=["tau"])
+    return defined.loc[defined.groupby("perturbation")["tau"].idxmax()]
+
+
+def mean_tau(study: pd.DataFrame) -> pd.Series:
+    """Each measure's Kendall τ averaged over perturbation kinds, largest first.
+
+    Parameters
+    ----------
+    study : pandas.DataFrame
+        :func:`measure_study`'s table (``perturbation``, ``label``, ``tau``).
+
+    Returns
+    -------
+    pandas.Series
+        Indexed by ``label``; undefined τ are left out (a measure with none is absent).
+
+    Raises
+    ------
+    ValueError
+        If a column is missing.
+
+    Examples
+    --------
+    >>> s = pd.DataFrame({"perturbation": ["a", "b", "a"], "label": ["x", "x", "y"],
+    ...                   "tau": [0.2, 0.4, 0.5]})
+    >>> mean_tau(s).round(2).to_dict()
+    {'y': 0.5, 'x': 0.3}
+    """
+    _check_study(study)
+    defined = study.dropna(subset=["tau"])
+    return defined.groupby("label", sort=False)["tau"].mean().sort_values(ascending=False)

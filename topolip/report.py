@@ -26,7 +26,8 @@ import pandas as pd
 
 __all__ = [
     "ARCH_COLORS", "ARCH_DASHES", "ARCH_LABELS", "ARCH_MARKERS", "KIND_LABELS", "MISSING",
-    "arch_label", "format_value", "glue_number", "kind_label", "show_parameters", "show_table",
+    "arch_label", "arch_ranking", "comparison_label", "format_interval", "format_value",
+    "glue_number", "kind_label", "show_parameters", "show_table",
 ]
 
 #: Human names of the architectures (``arch`` values of every table).
@@ -90,6 +91,82 @@ def arch_label(arch: str) -> str:
     ('convolution stack', 'mlp')
     """
     return ARCH_LABELS.get(arch, arch)
+
+
+def arch_ranking(values: pd.Series, fmt: str = "{:.3g}") -> str:
+    """Architectures from the lowest value to the highest, as text.
+
+    Parameters
+    ----------
+    values : pandas.Series
+        Indexed by ``arch``; NaN values are left out.
+    fmt : str, default="{:.3g}"
+        Format of each value.
+
+    Returns
+    -------
+    str
+        ``"ViT (1.2) < ResNet (3.4)"``.
+
+    Examples
+    --------
+    >>> arch_ranking(pd.Series({"resnet": 3.41, "vit": 1.2, "conv_stack": float("nan")}))
+    'ViT (1.2) < ResNet (3.41)'
+    """
+    row = values.dropna().sort_values()
+    return " < ".join(f"{arch_label(a)} ({fmt.format(v)})" for a, v in row.items())
+
+
+def comparison_label(comparison: str, group: str) -> str:
+    """Human name of a verdict's comparison within its group.
+
+    Parameters
+    ----------
+    comparison : str
+        ``"a vs b"`` of architecture names (``verdicts.csv``'s ``comparison``).
+    group : str
+        A perturbation kind or out-of-distribution set.
+
+    Returns
+    -------
+    str
+        The architectures' human names joined by ``" vs "``, a comma, the group's name.
+
+    Examples
+    --------
+    >>> comparison_label("vit vs resnet", "gaussian_noise")
+    'ViT vs ResNet, Gaussian noise'
+    """
+    return " vs ".join(arch_label(a) for a in comparison.split(" vs ")) + ", " + kind_label(group)
+
+
+def format_interval(value: float, low: float, high: float, fmt: str = "{:.3g}") -> str:
+    """``"value [low, high]"``, each formatted with ``fmt``; the bare value when the interval
+    is missing (NaN or None).
+
+    Parameters
+    ----------
+    value : float
+        The point estimate.
+    low, high : float
+        The interval's ends.
+    fmt : str, default="{:.3g}"
+        A format string with one field.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> format_interval(0.1234, 0.05, 0.2)
+    '0.123 [0.05, 0.2]'
+    >>> format_interval(0.5, float("nan"), float("nan"), "{:+.2f}")
+    '+0.50'
+    """
+    if low is None or high is None or pd.isna(low) or pd.isna(high):
+        return fmt.format(value)
+    return f"{fmt.format(value)} [{fmt.format(low)}, {fmt.format(high)}]"
 
 
 def format_value(value, digits: int = 3) -> str:

@@ -42,6 +42,7 @@ from .norms import (
 )
 from .pooling import avgpool_lipschitz, maxpool_lipschitz
 from .segments import BoundViolation, layer_bounds, model_segments
+from .theory import attention_scaling, bound_check, conv_scaling, random_layers
 
 __all__ = [
     "BoundViolation",
@@ -54,12 +55,15 @@ __all__ = [
     "SILU_LIPSCHITZ",
     "activation_lipschitz",
     "as_function",
+    "attention_scaling",
     "avgpool_lipschitz",
     "batchnorm_lipschitz",
     "batchnorm_scale",
+    "bound_check",
     "conv2d_cheap_bound",
     "conv2d_lipschitz",
     "conv2d_norm_bounds",
+    "conv_scaling",
     "dot_product_attention_lipschitz",
     "l2_attention_lipschitz",
     "layer_bounds",
@@ -71,5 +75,6 @@ __all__ = [
     "mha_lipschitz",
     "mha_weights",
     "model_segments",
+    "random_layers",
     "supported_types",
 ]

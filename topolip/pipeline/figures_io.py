@@ -64,8 +64,8 @@ class FigureSpec:
         Stable id (``fig-topolip-by-layer``); also the file stem under ``figures/``.
     draw : callable
         ``draw(*frames) -> matplotlib.figure.Figure``, called with one DataFrame per entry of
-        ``tables``, in that order (a function of :mod:`topolip.figures`, or a
-        :func:`functools.partial` of one).
+        ``tables``, in that order (a function of :mod:`topolip.figures`, a
+        :func:`functools.partial` of one, or one applied to a torch-free join of the tables).
     tables : tuple of str
         Tables the figure is drawn from, relative to ``results_dir`` (``tables/topolip.csv``).
     notebook : str
@@ -403,13 +403,25 @@ def _plot(name: str, **kwargs) -> Callable[..., Any]:
     return draw
 
 
-def _register_book_figures() -> None:
-    """The figures the notebooks draw from saved tables with :mod:`topolip.figures`.
+def _bounds_vs_measured(bounds, measured):
+    """05's figure from ``tables/bounds.csv`` and ``tables/topolip.csv``: their join
+    (:func:`topolip.bound_tables.bounds_vs_measured`) drawn by
+    :func:`topolip.figures.plot_bounds_vs_measured`."""
+    from .. import figures
+    from ..bound_tables import bounds_vs_measured
 
-    Not registered: the theory figures of 00_theory (drawn from random layers, no table) and
-    05's bounds figure (drawn from a join computed in the notebook)."""
+    return figures.plot_bounds_vs_measured(bounds_vs_measured(bounds, measured))
+
+
+def _register_book_figures() -> None:
+    """The figures the notebooks draw from saved tables with :mod:`topolip.figures`: every
+    figure of the book."""
     t = "tables/{}.csv".format
+    register_figure("fig-bounds-vs-measured", _bounds_vs_measured,
+                    tables=[t("bounds"), t("topolip")], notebook="05_bounds_vs_measured")
     for fig_id, name, table, notebook, kwargs in (
+        ("fig-theory-attention", "plot_attention_scaling", "theory_attention", "00_theory", {}),
+        ("fig-theory-conv", "plot_conv_scaling", "theory_conv", "00_theory", {}),
         ("fig-train-curves", "plot_training_curves", "training", "01_train", {}),
         ("fig-noise-floor", "plot_noise_floor", "topolip", "02_topolip", {}),
         ("fig-compare-end-to-end", "plot_end_to_end", "topolip_summary", "03_compare", {}),
