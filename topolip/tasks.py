@@ -155,6 +155,7 @@ class TaskRunner:
         self.progress = progress
         self._client = None
         self._cluster = None
+        self._shared: dict[int, tuple[Any, Any]] = {}  # id(obj) -> (obj, its future)
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> TaskRunner:
@@ -188,6 +189,7 @@ class TaskRunner:
 
     def close(self) -> None:
         """Close the client and shut down a local cluster (idempotent)."""
+        self._shared.clear()
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -200,11 +202,14 @@ class TaskRunner:
         """``obj`` sent once to the cluster; pass the returned reference as a task argument.
 
         Serial: ``obj`` itself. Otherwise a Dask future of the scattered object, which Dask
-        replaces by the object on the worker (each worker receives it once).
+        replaces by the object on the worker (each worker receives it once). Sharing the same
+        object again returns the same future (it is sent once per runner).
         """
         if self.client is None:
             return obj
-        return self.client.scatter(obj, broadcast=False, hash=False)
+        if id(obj) not in self._shared:  # the object is kept, so its id is not reused
+            self._shared[id(obj)] = (obj, self.client.scatter(obj, broadcast=False, hash=False))
+        return self._shared[id(obj)][1]
 
     def map(self, tasks: Iterable[Task], *, desc: str = "tasks") -> list[Any]:
         """Run ``tasks``; return their results in task order.
