@@ -133,3 +133,15 @@ def test_failed_task_named_others_kept_and_rerun_resumes(tmp_path, data, cluster
 def test_map_models_checks_its_table():
     with pytest.raises(ValueError, match=r"missing column\(s\) \['checkpoint'\]"):
         map_models(pd.DataFrame({"arch": ["vit"], "seed": [0]}), _probe)
+
+
+def test_scheduler_parameters_in_the_schema():
+    from topolip.pipeline import ParameterError, validate_params
+
+    ok = validate_params({"scheduler": "tcp://10.0.0.5:8786", "n_workers": 3})
+    assert ok == {"scheduler": "tcp://10.0.0.5:8786", "n_workers": 3}
+    assert validate_params({"n_workers": None}) == {"n_workers": None}
+    with pytest.raises(ParameterError, match="scheduler"):
+        validate_params({"scheduler": "10.0.0.5:8786"})
+    with pytest.raises(ParameterError, match="n_workers"):
+        validate_params({"n_workers": 0})
