@@ -39,6 +39,8 @@ batch_size = 128
 lr = 0.002
 weight_decay = 0.0001
 threads = None          # torch CPU threads (None: torch's default)
+scheduler = "local"     # trainings on: local (Dask LocalCluster), serial, or tcp://host:8786
+n_workers = None        # processes of the local cluster, 1 thread each (None: the cores)
 
 # %% tags=["remove-input"]
 from pathlib import Path
@@ -49,14 +51,8 @@ from topolip.data import load_dataset
 from topolip.figures import plot_training_curves
 from topolip.pipeline import notebook_parameters, publish_figure, write_table
 from topolip.report import ARCH_LABELS, glue_number, show_parameters, show_table
-from topolip.train import (
-    TrainConfig,
-    checkpoint_path,
-    configure_threads,
-    default_device,
-    fit,
-    spec_for,
-)
+from topolip.tasks import TaskRunner, train_models
+from topolip.train import TrainConfig, configure_threads, default_device, spec_for
 
 arch_params = {"vit": vit, "resnet": resnet, "attention_stack": attention_stack,
                "conv_stack": conv_stack}
@@ -67,20 +63,20 @@ show_parameters(params)
 data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, root=data_root)
 device = default_device()
 _ = configure_threads(threads)
+jobs = [(spec_for(arch, arch_params[arch], data),
+         TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
+                     seed=seed))
+        for arch in archs for seed in seeds]
+with TaskRunner(scheduler, n_workers=n_workers) as runner:
+    trained = train_models(jobs, data, results_dir=results_dir, runner=runner)
 rows, histories = [], []
-for arch in archs:
-    spec = spec_for(arch, arch_params[arch], data)
-    for seed in seeds:
-        config = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr,
-                             weight_decay=weight_decay, seed=seed)
-        ckpt = checkpoint_path(results_dir, spec, config, data)
-        result = fit(spec, data, config, checkpoint=ckpt, device=device, progress=False)
-        n_params = sum(p.numel() for p in result.model.parameters())
-        rows.append({"arch": arch, "seed": seed, "test_accuracy": result.test_accuracy,
-                     "parameters": n_params, "epochs": epochs,
-                     "train_seconds": round(sum(h["seconds"] for h in result.history), 1),
-                     "checkpoint": str(ckpt)})
-        histories += [{"arch": arch, "seed": seed, **h} for h in result.history]
+for (spec, config), result in zip(jobs, trained, strict=True):
+    arch, seed = spec.arch, config.seed
+    rows.append({"arch": arch, "seed": seed, "test_accuracy": result["test_accuracy"],
+                 "parameters": result["parameters"], "epochs": epochs,
+                 "train_seconds": round(sum(h["seconds"] for h in result["history"]), 1),
+                 "checkpoint": result["checkpoint"]})
+    histories += [{"arch": arch, "seed": seed, **h} for h in result["history"]]
 
 models = pd.DataFrame(rows)
 history = pd.DataFrame(histories)

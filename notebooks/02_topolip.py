@@ -48,11 +48,11 @@ p = 1
 q = float("inf")
 n_perm = None
 n_image_resamples = 20
+scheduler = "local"     # models measured on: local (Dask LocalCluster), serial, or tcp://host:8786
+n_workers = None        # processes of the local cluster, 1 thread each (None: the cores)
 
 # %% tags=["remove-input"]
 from pathlib import Path
-
-import pandas as pd
 
 from topolip.data import load_dataset
 from topolip.experiments import measure_model, seed_batch
@@ -60,7 +60,7 @@ from topolip.figures import plot_noise_floor
 from topolip.metric import DistanceSpec
 from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
-from topolip.train import load_trained
+from topolip.tasks import TaskRunner, map_models
 
 params = notebook_parameters(globals(), "02_topolip")
 show_parameters(params)
@@ -70,23 +70,20 @@ tables = Path(results_dir) / "tables"
 models = read_table(tables / "models.csv")
 data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, root=data_root)
 spec = DistanceSpec(degrees=degrees, p=p, q=q)
-layers, summaries, resamples = [], [], []
-for row in models.itertuples():
-    model = load_trained(row.checkpoint).model
-    x, y = seed_batch(data.x_test, data.y_test, max(n_robust, n_points), row.seed)
-    x_floor, _ = seed_batch(data.x_test, data.y_test, n_points, row.seed, offset=n_points)
+
+
+def measure(model, row, *, data):
+    """TopoLip, noise floor, image resamples and baselines of one trained model (a task)."""
+    x, y = seed_batch(data.x_test, data.y_test, max(n_robust, n_points), row["seed"])
+    x_floor, _ = seed_batch(data.x_test, data.y_test, n_points, row["seed"], offset=n_points)
     m = measure_model(model, x, y, topolip_strengths, spec, n_points=n_points, x_floor=x_floor,
-                      n_resamples=n_image_resamples, seed=row.seed, n_perm=n_perm,
+                      n_resamples=n_image_resamples, seed=row["seed"], n_perm=n_perm,
                       pgd_steps=pgd_steps, num_classes=int(data.y_test.max()) + 1)
-    for part, out in ((m.layers, layers), (m.summary, summaries), (m.resamples, resamples)):
-        out.append(part.assign(arch=row.arch, seed=row.seed))
-first = ["arch", "seed"]
-table = pd.concat(layers, ignore_index=True)
-table = table[first + [c for c in table.columns if c not in first]]
-summary = pd.concat(summaries, ignore_index=True)
-summary = summary[first + [c for c in summary.columns if c not in first]]
-resample = pd.concat(resamples, ignore_index=True)
-resample = resample[first + [c for c in resample.columns if c not in first]]
+    return m.layers, m.summary, m.resamples
+
+
+with TaskRunner(scheduler, n_workers=n_workers) as runner:
+    table, summary, resample = map_models(models, measure, runner=runner, data=data)
 _ = write_table(table, tables / "topolip.csv", params)
 _ = write_table(summary, tables / "topolip_summary.csv", params)
 _ = write_table(resample, tables / "resamples.csv", params)

@@ -36,11 +36,11 @@ n_robust = 500
 attack_eps = [0.0, 0.05, 0.1, 0.2]
 pgd_steps = 5
 severities = [0, 1, 2, 3, 4, 5]
+scheduler = "local"     # models measured on: local (Dask LocalCluster), serial, or tcp://host:8786
+n_workers = None        # processes of the local cluster, 1 thread each (None: the cores)
 
 # %% tags=["remove-input"]
 from pathlib import Path
-
-import pandas as pd
 
 from topolip.claims import most_robust_vs_smoothest, smoothness_table
 from topolip.corruptions import CORRUPTIONS
@@ -50,7 +50,7 @@ from topolip.figures import plot_accuracy_curves, plot_topolip_vs_accuracy
 from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
 from topolip.robustness import robustness_curves
-from topolip.train import load_trained
+from topolip.tasks import TaskRunner, map_models
 
 params = notebook_parameters(globals(), "04_robustness")
 show_parameters(params)
@@ -60,14 +60,16 @@ tables = Path(results_dir) / "tables"
 models = read_table(tables / "models.csv")
 data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, root=data_root)
 grid = {"fgsm": attack_eps, "pgd": attack_eps, **{kind: severities for kind in CORRUPTIONS}}
-parts = []
-for row in models.itertuples():
-    model = load_trained(row.checkpoint).model
-    x, y = seed_batch(data.x_test, data.y_test, n_robust, row.seed)
-    c = robustness_curves(model, x, y, grid, seed=row.seed, pgd_steps=pgd_steps)
-    parts.append(c.assign(arch=row.arch, seed=row.seed))
-curves = pd.concat(parts, ignore_index=True)
-curves = curves[["arch", "seed"] + [c for c in curves.columns if c not in ("arch", "seed")]]
+
+
+def curves_of(model, row, *, data):
+    """Accuracy against strength of one trained model on its seed's images (a task)."""
+    x, y = seed_batch(data.x_test, data.y_test, n_robust, row["seed"])
+    return robustness_curves(model, x, y, grid, seed=row["seed"], pgd_steps=pgd_steps)
+
+
+with TaskRunner(scheduler, n_workers=n_workers) as runner:
+    curves = map_models(models, curves_of, runner=runner, data=data)
 _ = write_table(curves, tables / "robustness.csv", params)
 summary = read_table(tables / "topolip_summary.csv")
 smooth = smoothness_table(summary)

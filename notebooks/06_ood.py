@@ -42,6 +42,8 @@ n_perm = None
 ood_sets = ["digits", "inverted_mnist", "photo_patches"]
 n_ood = 1000
 n_image_resamples = 20
+scheduler = "local"     # models measured on: local (Dask LocalCluster), serial, or tcp://host:8786
+n_workers = None        # processes of the local cluster, 1 thread each (None: the cores)
 
 # %% tags=["remove-input"]
 from pathlib import Path
@@ -61,7 +63,7 @@ from topolip.ood import (
 )
 from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
-from topolip.train import load_trained
+from topolip.tasks import TaskRunner, map_models
 
 params = notebook_parameters(globals(), "06_ood")
 show_parameters(params)
@@ -72,33 +74,29 @@ models = read_table(tables / "models.csv")
 data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, root=data_root)
 ood = load_ood_batches(ood_sets, data, n=n_ood, seed=split_seed)
 spec = DistanceSpec(degrees=degrees, p=p, q=q)
-topo_parts, behaviour_parts, resample_parts = [], [], []
-for row in models.itertuples():
-    model = load_trained(row.checkpoint).model
-    x, _ = seed_batch(data.x_test, data.y_test, n_points, row.seed)
-    ood_x = {name: seed_batch(xo, yo, n_points, row.seed)[0] for name, (xo, yo) in ood.items()}
+
+
+def measure(model, row, *, data, ood):
+    """OOD TopoLip, behaviour and their image resamples of one trained model (a task)."""
+    x, _ = seed_batch(data.x_test, data.y_test, n_points, row["seed"])
+    ood_x = {name: seed_batch(xo, yo, n_points, row["seed"])[0]
+             for name, (xo, yo) in ood.items()}
     t = measure_ood(model, x, ood_x, spec, n_perm=n_perm)
     b = ood_behaviour(model, data.x_test, data.y_test, ood)
-    r = ood_resamples(model, x, ood_x, spec, n_resamples=n_image_resamples, seed=row.seed)
+    r = ood_resamples(model, x, ood_x, spec, n_resamples=n_image_resamples, seed=row["seed"])
     a = ood_auroc_resamples(model, data.x_test, ood, n_resamples=n_image_resamples,
-                            seed=row.seed)
+                            seed=row["seed"])
     a = a.rename(columns={"dataset": "group", "auroc": "value"}).assign(measure="auroc")
-    for part, out in ((t, topo_parts), (b, behaviour_parts), (pd.concat([r, a]), resample_parts)):
-        out.append(part.assign(arch=row.arch, seed=row.seed))
-first = ["arch", "seed"]
+    return t, b, pd.concat([r, a])
 
 
-def ordered(frames):
-    t = pd.concat(frames, ignore_index=True)
-    return t[first + [c for c in t.columns if c not in first]]
-
-
-topo = ordered(topo_parts)
+with TaskRunner(scheduler, n_workers=n_workers) as runner:
+    topo, behaviour, resample = map_models(models, measure, runner=runner, data=data, ood=ood)
 _ = write_table(topo, tables / "ood_topolip.csv", params)
 _ = write_table(model_summaries(topo, by=("arch", "seed", "ood_set")),
                 tables / "ood_topolip_summary.csv", params)
-_ = write_table(ordered(behaviour_parts), tables / "ood_behaviour.csv", params)
-_ = write_table(ordered(resample_parts), tables / "ood_resamples.csv", params)
+_ = write_table(behaviour, tables / "ood_behaviour.csv", params)
+_ = write_table(resample, tables / "ood_resamples.csv", params)
 
 # %% tags=["remove-input"]
 summary = read_table(tables / "ood_topolip_summary.csv")

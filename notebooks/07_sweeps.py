@@ -39,6 +39,8 @@ batch_size = 128
 lr = 0.002
 weight_decay = 0.0001
 threads = None          # torch CPU threads (None: torch's default)
+scheduler = "local"     # sweep models on: local (Dask LocalCluster), serial, or tcp://host:8786
+n_workers = None        # processes of the local cluster, 1 thread each (None: the cores)
 sweep_epochs = 6
 sweep_seeds = [0]
 sweep_perturbations = {"fgsm": 0.05, "gaussian_noise": 3}
@@ -69,7 +71,8 @@ from topolip.metric import DistanceSpec
 from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters
 from topolip.sweeps import run_sweep
-from topolip.train import TrainConfig, configure_threads, default_device
+from topolip.tasks import TaskRunner
+from topolip.train import TrainConfig, configure_threads
 
 params = notebook_parameters(globals(), "07_sweeps")
 show_parameters(params)
@@ -80,16 +83,17 @@ data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, ro
 spec = DistanceSpec(degrees=degrees, p=p, q=q)
 config = TrainConfig(epochs=sweep_epochs, batch_size=batch_size, lr=lr,
                      weight_decay=weight_decay)
-device = default_device()
 _ = configure_threads(threads)
 parts = []
-for seed in sweep_seeds:
-    x, y = seed_batch(data.x_test, data.y_test, max(n_robust, n_points), seed)
-    for arch, sweep in sweeps.items():
-        parts.append(run_sweep(arch, sweep["base"], sweep["grid"], data, config,
-                               results_dir=results_dir, x=x, y=y,
-                               perturbations=sweep_perturbations, spec=spec, n_points=n_points,
-                               n_perm=n_perm, seeds=[seed], pgd_steps=pgd_steps, device=device))
+with TaskRunner(scheduler, n_workers=n_workers) as runner:
+    for seed in sweep_seeds:
+        x, y = seed_batch(data.x_test, data.y_test, max(n_robust, n_points), seed)
+        for arch, sweep in sweeps.items():
+            parts.append(run_sweep(arch, sweep["base"], sweep["grid"], data, config,
+                                   results_dir=results_dir, x=x, y=y,
+                                   perturbations=sweep_perturbations, spec=spec,
+                                   n_points=n_points, n_perm=n_perm, seeds=[seed],
+                                   pgd_steps=pgd_steps, runner=runner))
 table = pd.concat(parts, ignore_index=True).drop(columns=["resumed_from_epoch"])
 _ = write_table(table, tables / "sweeps.csv", params)
 

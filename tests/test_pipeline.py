@@ -353,7 +353,8 @@ def test_citation_and_the_one_repository_link():
 
 
 def test_notebook_parameters_follow_the_parameters_cell():
-    """Every notebook of the chain records exactly its declared parameters, locations left out."""
+    """Every notebook of the chain records exactly its declared parameters, locations and where
+    the work runs (scheduler, n_workers) left out."""
     import jupytext
 
     from topolip.pipeline import ParameterError, chain, declared_parameters, notebook_parameters
@@ -362,7 +363,8 @@ def test_notebook_parameters_follow_the_parameters_cell():
         declared = declared_parameters(jupytext.read(path))
         namespace = {name: i for i, name in enumerate(declared)}
         got = notebook_parameters(namespace, path.stem)
-        assert list(got) == [n for n in declared if n not in ("results_dir", "data_root")]
+        assert list(got) == [n for n in declared if n not in ("results_dir", "data_root",
+                                                              "scheduler", "n_workers")]
         assert all(got[n] == namespace[n] for n in got)
     with pytest.raises(ParameterError, match=r"\['alpha'\] are declared"):
         notebook_parameters({"n_boot": 10}, "09_measures")

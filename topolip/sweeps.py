@@ -32,7 +32,8 @@ from .data import ImageSplit
 from .experiments import measure_model
 from .io import json_plain
 from .metric import DistanceSpec
-from .train import ModelSpec, TrainConfig, checkpoint_path, fit, spec_for
+from .tasks import TaskRunner, train_models
+from .train import ModelSpec, TrainConfig, checkpoint_path, spec_for
 
 __all__ = ["SweepPoint", "run_sweep", "sweep_points"]
 
@@ -147,8 +148,12 @@ def run_sweep(
     pgd_steps: int = 10,
     device: torch.device | str | None = None,
     progress: bool = False,
+    runner: TaskRunner | None = None,
 ) -> pd.DataFrame:
     """Train every sweep point for every seed (reusing checkpoints) and measure model TopoLip.
+
+    Each distinct model (sweep point and seed; the base point appears in several sweeps and is
+    trained once) is one task of ``runner``: it trains the model and measures it.
 
     Parameters
     ----------
@@ -179,9 +184,12 @@ def run_sweep(
     pgd_steps : int, default=10
         Steps of PGD, when it is one of the perturbations.
     device : torch.device or str, optional
-        Training device (default :func:`topolip.train.default_device`).
+        Training device (default: each worker's :func:`topolip.train.default_device`).
     progress : bool, default=False
-        Show the training progress bars.
+        Show a progress bar over the models when ``runner`` is not given.
+    runner : topolip.tasks.TaskRunner, optional
+        Where the tasks run (a local Dask cluster, a remote one); default: serially in this
+        process.
 
     Returns
     -------
@@ -200,6 +208,9 @@ def run_sweep(
     ValueError
         If ``perturbations`` is empty or holds an unknown kind, ``seeds`` is empty, or a sweep
         point is invalid (:func:`sweep_points`), before anything is trained.
+    topolip.tasks.TaskError
+        After every other model finished, naming each sweep model (architecture, seed,
+        parameters, training configuration) whose training or measurement failed.
 
     Examples
     --------
@@ -225,23 +236,41 @@ def run_sweep(
                             for s in seeds):
         raise ValueError(f"seeds must be a non-empty list of integers, got {seeds!r}")
     points = sweep_points(arch, base, grid, data)
-    measured: dict[Path, pd.DataFrame] = {}
-    rows = []
+    runner = runner if runner is not None else TaskRunner("serial", progress=progress)
+    jobs: dict[Path, tuple[ModelSpec, TrainConfig]] = {}
     for point in points:
         for seed in seeds:
             cfg = replace(config, seed=int(seed))
-            ckpt = checkpoint_path(results_dir, point.spec, cfg, data)
-            result = fit(point.spec, data, cfg, checkpoint=ckpt, device=device,
-                         progress=progress)
-            if ckpt not in measured:
-                m = measure_model(result.model, x, y, perturbations, spec, n_points=n_points,
-                                  n_perm=n_perm, seed=int(seed), pgd_steps=pgd_steps,
-                                  num_classes=point.spec.params.get("num_classes"))
-                measured[ckpt] = m.summary.assign(test_accuracy=result.test_accuracy)
-            for rec in measured[ckpt].to_dict("records"):
+            jobs.setdefault(checkpoint_path(results_dir, point.spec, cfg, data), (point.spec, cfg))
+    outs = train_models(list(jobs.values()), data, results_dir=results_dir, runner=runner,
+                        device=device, measure=_measure_point, desc=f"sweep {arch}",
+                        measure_kwargs={"x": runner.share(x), "y": runner.share(y),
+                                        "perturbations": dict(perturbations), "dspec": spec,
+                                        "n_points": n_points, "n_perm": n_perm,
+                                        "pgd_steps": pgd_steps})
+    done = dict(zip(jobs, outs, strict=True))
+    rows, seen = [], set()
+    for point in points:
+        for seed in seeds:
+            ckpt = checkpoint_path(results_dir, point.spec, replace(config, seed=int(seed)), data)
+            out = done[ckpt]
+            # a repeat of a model (the base point of another sweep) trained nothing more
+            resumed = config.epochs if ckpt in seen else out["resumed_from_epoch"]
+            seen.add(ckpt)
+            measured = out["measured"].assign(test_accuracy=out["test_accuracy"])
+            for rec in measured.to_dict("records"):
                 rows.append({"arch": arch, "parameter": point.parameter,
                              "value": point.value_label, "value_numeric": point.value_numeric,
                              "is_base": point.is_base, "seed": int(seed), **rec,
-                             "resumed_from_epoch": result.resumed_from_epoch,
+                             "resumed_from_epoch": resumed,
                              "checkpoint": str(ckpt)})
     return pd.DataFrame(rows)
+
+
+def _measure_point(model, spec: ModelSpec, config: TrainConfig, *, x, y, perturbations, dspec,
+                   n_points, n_perm, pgd_steps) -> pd.DataFrame:
+    """The summary of :func:`measure_model` of one trained sweep model (a task's second half)."""
+    m = measure_model(model, x, y, perturbations, dspec, n_points=n_points, n_perm=n_perm,
+                      seed=config.seed, pgd_steps=pgd_steps,
+                      num_classes=spec.params.get("num_classes"))
+    return m.summary

@@ -195,9 +195,14 @@ def declared_parameters(nb, *, name: str = "notebook") -> dict[str, str]:
     return declared
 
 
+#: Parameters that say where the work runs (:mod:`topolip.tasks`), not what it computes: the
+#: same tables come out on any scheduler, so they are left out of what a table records and of
+#: a notebook's cache key (changing them re-executes nothing).
+EXECUTION_PARAMETERS = ("scheduler", "n_workers")
+
 #: Parameters that say where things are, not what was computed: left out of the parameters a
 #: table or figure records (:func:`notebook_parameters`).
-LOCATION_PARAMETERS = ("results_dir", "data_root")
+LOCATION_PARAMETERS = ("results_dir", "data_root", *EXECUTION_PARAMETERS)
 
 
 def notebook_parameters(namespace: Mapping[str, Any], notebook: str, *,
@@ -220,7 +225,8 @@ def notebook_parameters(namespace: Mapping[str, Any], notebook: str, *,
     root : str or Path
         Repository root (the runner executes notebooks with it as working directory).
     exclude : iterable of str
-        Declared names left out (default: the locations ``results_dir`` and ``data_root``).
+        Declared names left out (default: the locations ``results_dir`` and ``data_root`` and
+        where the work runs, ``scheduler`` and ``n_workers``).
 
     Returns
     -------
@@ -413,6 +419,18 @@ class _Group:
         return out
 
 
+class _Scheduler:
+    allowed = "local, serial or a scheduler address such as tcp://host:8786"
+
+    def __call__(self, v):
+        from ..tasks import check_scheduler
+
+        try:
+            return check_scheduler(v)
+        except ValueError:
+            raise _Invalid from None
+
+
 def _attack_kinds() -> tuple[str, ...]:
     from ..attacks import ATTACKS
 
@@ -564,6 +582,11 @@ SCHEMA: dict[str, Param] = {p.name: p for p in (
     _P("weight_decay", _Float(0.0), "AdamW weight decay"),
     _P("threads", _Optional(_Int(1)), "torch CPU threads of training (null: torch's default; "
        "1 on a shared machine)"),
+    # where the trainings and per-model measurements run (topolip.tasks)
+    _P("scheduler", _Scheduler(), "local (a Dask LocalCluster), serial (in the notebook's "
+       "process) or a Dask scheduler address tcp://host:8786", "local"),
+    _P("n_workers", _Optional(_Int(1)), "worker processes of the local cluster, one torch "
+       "thread each (null: the machine's cores)", None),
     # TopoLip
     _P("n_points", _Int(2), "test images per point cloud (<= n_test)"),
     _P("degrees", _List(_Int(0)), "homological degrees of the diagrams"),

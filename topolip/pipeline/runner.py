@@ -33,7 +33,12 @@ import jupytext
 import nbformat
 
 from ..io import atomic_write_text
-from .params import ParameterError, declared_parameters, validate_params
+from .params import (
+    EXECUTION_PARAMETERS,
+    ParameterError,
+    declared_parameters,
+    validate_params,
+)
 from .provenance import library_fingerprint, provenance
 
 __all__ = ["DependencyError", "NotebookDeps", "NotebookFailed", "NotebookRun", "chain",
@@ -221,8 +226,9 @@ def _key_inputs(source: str, params: Mapping[str, Any], reads: Mapping[str, str 
                 fingerprint: str, lock: str | None) -> dict[str, Any]:
     """What a notebook's cache key is made of (stored with the executed notebook, so a later
     run can say which part changed)."""
+    kept = {k: v for k, v in params.items() if k not in EXECUTION_PARAMETERS}  # same results
     return {"source": hashlib.sha256(source.encode()).hexdigest(),
-            "params": json.loads(json.dumps(params, sort_keys=True, default=str)),
+            "params": json.loads(json.dumps(kept, sort_keys=True, default=str)),
             "reads": dict(sorted(reads.items())), "library": fingerprint, "lock": lock}
 
 

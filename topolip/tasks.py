@@ -1,0 +1,460 @@
+"""Independent tasks of the chain (trainings, per-model measurements) on Dask distributed.
+
+A :class:`TaskRunner` runs a list of :class:`Task` and returns their results in task order, on
+one of three schedulers, with the same calling code:
+
+- ``"local"`` (the default): a :class:`distributed.LocalCluster` of ``n_workers`` processes
+  (default: the machine's cores), one thread each, torch set to one thread in each task;
+- an address such as ``"tcp://host:8786"``: a running Dask cluster. Its workers must import
+  this package and see ``results_dir`` on a shared file system (they write the checkpoints);
+  their thread settings are left to the cluster;
+- ``"serial"``: in this process, one task after the other (debugging; no Dask).
+
+A failed task does not stop the others: every task runs to its end, then one :class:`TaskError`
+lists every failed task by name (architecture, seed, configuration). Trainings write their
+checkpoints atomically after every epoch (:func:`topolip.train.fit`), so a re-run trains only
+what failed or was interrupted.
+
+Large inputs (the image data set, evaluation batches) travel once per worker:
+:meth:`TaskRunner.share` scatters them to the cluster and the tasks receive a reference that
+Dask resolves on the worker. Scattering, rather than letting each worker reload the data set
+from its parameters, keeps the library functions as they are (they take an
+:class:`~topolip.data.ImageSplit` and tensors, not their recipe), needs no data folder on the
+workers, and in serial mode costs nothing (the object itself is passed).
+
+Two helpers build on the runner: :func:`train_models` (the trainings of the chain) and
+:func:`map_models` (one function over the trained models of ``models.csv``, rows gathered in its
+order).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Task", "TaskError", "TaskRunner", "check_scheduler", "map_models", "run_tasks",
+           "train_models"]
+
+
+def check_scheduler(scheduler: Any) -> str:
+    """Return ``scheduler`` if it names a scheduler: ``"local"``, ``"serial"`` or an address.
+
+    Raises
+    ------
+    ValueError
+        If ``scheduler`` is not text, or is neither ``"local"``, ``"serial"`` nor an address
+        with a protocol (``tcp://host:8786``).
+
+    Examples
+    --------
+    >>> check_scheduler("tcp://10.0.0.5:8786")
+    'tcp://10.0.0.5:8786'
+    >>> check_scheduler("host:1")
+    Traceback (most recent call last):
+    ...
+    ValueError: scheduler must be 'local', 'serial' or an address (tcp://host:8786), got 'host:1'
+    """
+    if isinstance(scheduler, str) and (scheduler in ("local", "serial") or (
+            "://" in scheduler and scheduler.split("://", 1)[1].strip())):
+        return scheduler
+    raise ValueError("scheduler must be 'local', 'serial' or an address (tcp://host:8786), "
+                     f"got {scheduler!r}")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One independent unit of work: ``fn(*args, **kwargs)``, reported under ``name``.
+
+    ``name`` says what the task is in a failure report (e.g. ``"train vit seed 1 (epochs 8,
+    batch 128, lr 0.002)"``). ``fn`` must be importable or picklable by cloudpickle; the
+    arguments may hold references returned by :meth:`TaskRunner.share`.
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    args: tuple = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+class TaskError(RuntimeError):
+    """Some tasks failed; ``failures`` lists ``(name, exception, traceback text)`` of each.
+
+    Raised after every task has finished, so the results of the others (checkpoints) are kept.
+    """
+
+    def __init__(self, failures: Sequence[tuple[str, BaseException, str]], n_tasks: int):
+        self.failures = list(failures)
+        lines = [f"{len(self.failures)} of {n_tasks} tasks failed (the others finished; a "
+                 "re-run resumes from their checkpoints):"]
+        lines += [f"  - {name}: {type(exc).__name__}: {exc}" for name, exc, _ in self.failures]
+        super().__init__("\n".join(lines))
+
+
+def _run_one(fn: Callable[..., Any], args: tuple, kwargs: Mapping[str, Any],
+             threads: int | None) -> Any:
+    """Call ``fn`` in the thread that runs the task, with torch at ``threads`` threads."""
+    if threads is not None:
+        import torch  # set in this thread: OpenMP's thread count is per calling thread
+
+        torch.set_num_threads(threads)
+    return fn(*args, **dict(kwargs))
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+class TaskRunner:
+    """Run independent tasks on a Dask scheduler; results come back in task order.
+
+    Use as a context manager, so that a local cluster is shut down at the end; the cluster
+    starts at the first :meth:`share` or :meth:`map` (nothing starts for ``"serial"``).
+
+    Parameters
+    ----------
+    scheduler : str, default="local"
+        ``"local"`` (a :class:`distributed.LocalCluster` of ``n_workers`` one-thread
+        processes), ``"serial"`` (this process) or the address of a running scheduler
+        (``"tcp://host:8786"``).
+    n_workers : int, optional
+        Worker processes of the local cluster (default: the machine's cores). Ignored by the
+        other schedulers.
+    progress : bool, default=True
+        Show a progress bar as tasks finish. It is written to the process's original standard
+        error (the terminal that runs the chain), so it stays out of an executed notebook.
+
+    Raises
+    ------
+    ValueError
+        If ``scheduler`` is not a scheduler (:func:`check_scheduler`) or ``n_workers`` is not a
+        positive integer.
+
+    Examples
+    --------
+    >>> with TaskRunner("serial", progress=False) as runner:
+    ...     runner.map([Task("square 3", pow, (3, 2)), Task("square 4", pow, (4, 2))])
+    [9, 16]
+    """
+
+    def __init__(self, scheduler: str = "local", *, n_workers: int | None = None,
+                 progress: bool = True):
+        self.scheduler = check_scheduler(scheduler)
+        if n_workers is not None and (isinstance(n_workers, bool) or not isinstance(
+                n_workers, int) or n_workers < 1):
+            raise ValueError(f"n_workers must be None or a positive integer, got {n_workers!r}")
+        self.n_workers = n_workers if n_workers is not None else _cores()
+        self.progress = progress
+        self._client = None
+        self._cluster = None
+        self._shared: dict[int, tuple[Any, Any]] = {}  # id(obj) -> (obj, its future)
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> TaskRunner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def threads(self) -> int | None:
+        """Torch threads set in each task: 1 on a local cluster, else left as it is (None)."""
+        return 1 if self.scheduler == "local" else None
+
+    @property
+    def client(self):
+        """The :class:`distributed.Client`, started on first use (None for ``"serial"``)."""
+        if self.scheduler == "serial":
+            return None
+        if self._client is None:
+            from distributed import Client, LocalCluster
+
+            if self.scheduler == "local":
+                # processes, not threads: torch and ripser hold the GIL for long stretches
+                self._cluster = LocalCluster(
+                    n_workers=self.n_workers, threads_per_worker=1, processes=True,
+                    dashboard_address=None, silence_logs=logging.ERROR)
+                self._client = Client(self._cluster)
+            else:
+                self._client = Client(self.scheduler)
+        return self._client
+
+    def close(self) -> None:
+        """Close the client and shut down a local cluster (idempotent)."""
+        self._shared.clear()
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+    # ------------------------------------------------------------------ work
+    def share(self, obj: Any) -> Any:
+        """``obj`` sent once to the cluster; pass the returned reference as a task argument.
+
+        Serial: ``obj`` itself. Otherwise a Dask future of the scattered object, which Dask
+        replaces by the object on the worker (each worker receives it once). Sharing the same
+        object again returns the same future (it is sent once per runner).
+        """
+        if self.client is None:
+            return obj
+        if id(obj) not in self._shared:  # the object is kept, so its id is not reused
+            self._shared[id(obj)] = (obj, self.client.scatter(obj, broadcast=False, hash=False))
+        return self._shared[id(obj)][1]
+
+    def map(self, tasks: Iterable[Task], *, desc: str = "tasks") -> list[Any]:
+        """Run ``tasks``; return their results in task order.
+
+        Every task runs to its end, whatever the others do.
+
+        Parameters
+        ----------
+        tasks : iterable of Task
+            The tasks; their names should be distinct, to tell failures apart.
+        desc : str, default="tasks"
+            Label of the progress bar.
+
+        Returns
+        -------
+        list
+            ``[task.fn(*task.args, **task.kwargs) for task in tasks]``, in task order.
+
+        Raises
+        ------
+        TaskError
+            After all tasks finished, if any failed: it lists each failed task's name and
+            error (the first error is chained as its cause).
+        TypeError
+            If an item of ``tasks`` is not a :class:`Task`.
+        """
+        from tqdm import tqdm
+
+        tasks = list(tasks)
+        bad = [t for t in tasks if not isinstance(t, Task)]
+        if bad:
+            raise TypeError(f"tasks must be Task objects, got {type(bad[0]).__name__}")
+        results: list[Any] = [None] * len(tasks)
+        failures: list[tuple[int, BaseException, str]] = []
+        bar = tqdm(total=len(tasks), desc=desc, disable=not self.progress or not tasks,
+                   file=sys.__stderr__ or sys.stderr)
+        try:
+            if self.client is None:
+                for i, t in enumerate(tasks):
+                    try:
+                        results[i] = _run_one(t.fn, t.args, t.kwargs, None)
+                    except Exception as exc:
+                        failures.append((i, exc, traceback.format_exc()))
+                    bar.update()
+            elif tasks:
+                from distributed import as_completed
+
+                futures = {
+                    self.client.submit(_run_one, t.fn, t.args, t.kwargs, self.threads,
+                                       pure=False, key=f"topolip-task-{i}-{os.urandom(4).hex()}",
+                                       retries=0): i
+                    for i, t in enumerate(tasks)}
+                for fut in as_completed(futures):
+                    i = futures[fut]
+                    if fut.status == "error":
+                        exc = fut.exception()
+                        tb = "".join(traceback.format_tb(fut.traceback()))
+                        failures.append((i, exc, tb))
+                    else:
+                        results[i] = fut.result()
+                    fut.release()
+                    bar.update()
+        finally:
+            bar.close()
+        if failures:
+            failures.sort(key=lambda f: f[0])
+            err = TaskError([(tasks[i].name, exc, tb) for i, exc, tb in failures], len(tasks))
+            raise err from failures[0][1]
+        return results
+
+
+def run_tasks(tasks: Iterable[Task], *, scheduler: str = "local", n_workers: int | None = None,
+              progress: bool = True, desc: str = "tasks") -> list[Any]:
+    """Run ``tasks`` on a runner of their own (:class:`TaskRunner`); results in task order.
+
+    Shorthand for ``with TaskRunner(scheduler, ...) as r: r.map(tasks)``; when several batches
+    run one after the other, share one :class:`TaskRunner` (a local cluster starts once).
+
+    Examples
+    --------
+    >>> run_tasks([Task("add", max, (1, 5))], scheduler="serial", progress=False)
+    [5]
+    """
+    with TaskRunner(scheduler, n_workers=n_workers, progress=progress) as runner:
+        return runner.map(tasks, desc=desc)
+
+
+# =========================================================================== the chain's tasks
+
+
+def _describe(spec, config) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in dict(spec.params).items()
+                       if k not in ("in_channels", "image_size", "num_classes"))
+    return (f"{spec.arch} seed {config.seed} ({params}; epochs {config.epochs}, batch "
+            f"{config.batch_size}, lr {config.lr:g}, weight decay {config.weight_decay:g})")
+
+
+def _train(spec, data, config, results_dir, device, measure):
+    from .train import checkpoint_path, fit
+
+    ckpt = checkpoint_path(results_dir, spec, config, data)
+    result = fit(spec, data, config, checkpoint=ckpt, device=device, progress=False)
+    out = {"checkpoint": str(ckpt), "test_accuracy": result.test_accuracy,
+           "parameters": sum(p.numel() for p in result.model.parameters()),
+           "history": result.history, "resumed_from_epoch": result.resumed_from_epoch}
+    if measure is not None:
+        fn, kwargs = measure
+        out["measured"] = fn(result.model, spec, config, **kwargs)
+    return out
+
+
+def train_models(jobs: Sequence[tuple[Any, Any]], data: Any, *, results_dir: str | Path,
+                 runner: TaskRunner | None = None, device: Any = None,
+                 measure: Callable[..., Any] | None = None,
+                 measure_kwargs: Mapping[str, Any] | None = None,
+                 desc: str = "train") -> list[dict[str, Any]]:
+    """Train ``(spec, config)`` jobs as tasks (checkpoints reused); one dict each, in order.
+
+    Each task calls :func:`topolip.train.fit` on the checkpoint
+    :func:`topolip.train.checkpoint_path` names: a finished one is loaded, not retrained, an
+    unfinished one resumed.
+
+    Parameters
+    ----------
+    jobs : sequence of (ModelSpec, TrainConfig)
+        The models to train.
+    data : ImageSplit
+        Training and test images; shared once with the workers (:meth:`TaskRunner.share`).
+    results_dir : path
+        Checkpoints go to ``{results_dir}/models/`` (shared by the workers of a remote cluster).
+    runner : TaskRunner, optional
+        Where the tasks run (default: serial, in this process).
+    device : torch.device or str, optional
+        Training device (default: each worker's :func:`topolip.train.default_device`).
+    measure : callable, optional
+        ``measure(model, spec, config, **measure_kwargs)`` called in the task on the trained
+        model (in eval mode); its result is returned under ``"measured"``.
+    measure_kwargs : mapping, optional
+        Keyword arguments of ``measure``; large values should be :meth:`TaskRunner.share`
+        references.
+    desc : str, default="train"
+        Label of the progress bar.
+
+    Returns
+    -------
+    list of dict
+        Per job: ``checkpoint`` (str), ``test_accuracy`` (on ``data.x_test``), ``parameters``
+        (number of weights), ``history`` (per-epoch dicts of :func:`topolip.train.fit`),
+        ``resumed_from_epoch`` (``config.epochs`` when nothing was trained) and, with
+        ``measure``, ``measured``.
+
+    Raises
+    ------
+    TaskError
+        After all jobs finished, naming each model (architecture, seed, parameters, training
+        configuration) whose training or measurement failed.
+    """
+    runner = runner if runner is not None else TaskRunner("serial", progress=False)
+    shared = runner.share(data)
+    measure_arg = None if measure is None else (measure, dict(measure_kwargs or {}))
+    tasks = [Task(f"train {_describe(spec, config)}", _train,
+                  (spec, shared, config, str(results_dir), device, measure_arg))
+             for spec, config in jobs]
+    return runner.map(tasks, desc=desc)
+
+
+def _model_task(fn, row, device, kwargs):
+    from .train import load_trained
+
+    model = load_trained(row["checkpoint"], device=device).model
+    return fn(model, row, **kwargs)
+
+
+def map_models(models: Any, fn: Callable[..., Any], *, runner: TaskRunner | None = None,
+               device: Any = None, first: Sequence[str] = ("arch", "seed"),
+               desc: str = "models", **kwargs: Any) -> Any:
+    """Run ``fn`` on every trained model of a ``models.csv`` table; gather rows in its order.
+
+    Each model is a task: its checkpoint is loaded (:func:`topolip.train.load_trained`, eval
+    mode) and ``fn(model, row, **kwargs)`` called, ``row`` being the table's row as a dict
+    (``arch``, ``seed``, ``checkpoint``, ...). ``fn`` returns a pandas DataFrame or a tuple of
+    them; each is given the row's ``first`` columns (in front), and the parts are concatenated
+    in table order.
+
+    Parameters
+    ----------
+    models : pandas.DataFrame
+        The trained models (``tables/models.csv`` of ``01_train``), with a ``checkpoint``
+        column and the ``first`` columns.
+    fn : callable
+        ``fn(model, row, **kwargs) -> DataFrame or tuple of DataFrame``. It runs on a worker:
+        define it at module level or in the notebook, and pass what it needs as ``kwargs``
+        rather than reading large notebook variables (they would be pickled into every task).
+    runner : TaskRunner, optional
+        Where the tasks run (default: serial, in this process).
+    device : torch.device or str, optional
+        Device of the loaded models (default: each worker's default device).
+    first : sequence of str, default=("arch", "seed")
+        Columns of ``models`` copied in front of every returned frame.
+    desc : str, default="models"
+        Label of the progress bar.
+    **kwargs
+        Passed to ``fn``; each value is shared once with the workers
+        (:meth:`TaskRunner.share`).
+
+    Returns
+    -------
+    pandas.DataFrame or tuple of pandas.DataFrame
+        As ``fn`` returns, the parts of all models concatenated (index reset).
+
+    Raises
+    ------
+    ValueError
+        If ``models`` lacks the ``checkpoint`` column or a ``first`` column, or ``fn`` returns
+        something other than a DataFrame or a tuple of them.
+    TaskError
+        After all models finished, naming each model (row of ``models``) whose task failed.
+    """
+    import pandas as pd
+
+    missing = [c for c in ("checkpoint", *first) if c not in models.columns]
+    if missing:
+        raise ValueError(f"models: missing column(s) {missing}; expected the table of 01_train "
+                         "(tables/models.csv)")
+    runner = runner if runner is not None else TaskRunner("serial", progress=False)
+    shared = {k: runner.share(v) for k, v in kwargs.items()}
+    rows = [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
+            for r in models.to_dict("records")]
+    tasks = [Task("model " + ", ".join(f"{c} {r[c]}" for c in first) + f" ({r['checkpoint']})",
+                  _model_task, (fn, r, device, shared)) for r in rows]
+    outs = runner.map(tasks, desc=desc)
+    single = not isinstance(outs[0], tuple) if outs else True
+    parts: list[list[pd.DataFrame]] = []
+    for r, out in zip(rows, outs, strict=True):
+        frames = (out,) if single else out
+        if not all(isinstance(f, pd.DataFrame) for f in frames):
+            raise ValueError(f"map_models: fn must return a DataFrame or a tuple of them, got "
+                             f"{type(out).__name__}")
+        for j, f in enumerate(frames):
+            f = f.assign(**{c: r[c] for c in first})
+            f = f[list(first) + [c for c in f.columns if c not in first]]
+            if j == len(parts):
+                parts.append([])
+            parts[j].append(f)
+    if not parts:
+        raise ValueError("map_models: models is empty")
+    tables = tuple(pd.concat(p, ignore_index=True) for p in parts)
+    return tables[0] if single else tables
