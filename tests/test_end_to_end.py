@@ -43,7 +43,11 @@ def test_chain_and_book(tmp_path):
     decoy.parent.mkdir(parents=True)
     decoy.write_text("# Decoy\n\nSee [missing](./nowhere.txt) and {cite}`no_such_key`.\n")
     params = apply_overrides(load_profile("quick", root=root), TINY)
-    runs = run_chain(root, params, log=lambda _: None)
+    lines: list[str] = []
+    runs = run_chain(root, params, log=lines.append)
+    # one Dask LocalCluster for the whole chain (scheduler: local), not one per notebook
+    assert params["scheduler"] == "local"
+    assert sum("Dask LocalCluster" in line for line in lines) == 1, lines
     notebooks = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
     assert [r.name for r in runs] == [p.stem for p in notebooks]
     tables = root / "results/tiny/tables"

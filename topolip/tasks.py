@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Task", "TaskError", "TaskRunner", "check_scheduler", "map_models", "run_tasks",
-           "train_models"]
+__all__ = ["Task", "TaskError", "TaskRunner", "check_scheduler", "local_cluster", "map_models",
+           "run_tasks", "train_models"]
 
 
 def check_scheduler(scheduler: Any) -> str:
@@ -104,6 +104,39 @@ def _run_one(fn: Callable[..., Any], args: tuple, kwargs: Mapping[str, Any],
 
         torch.set_num_threads(threads)
     return fn(*args, **dict(kwargs))
+
+
+def local_cluster(n_workers: int | None = None):
+    """A :class:`distributed.LocalCluster` for the chain: ``n_workers`` processes (default the
+    cores), one thread each, torch and BLAS at one thread in every worker, no dashboard.
+
+    Processes, not threads: torch and ripser hold the GIL for long stretches. ``topolip run``
+    starts one for the whole chain (its address is passed to the notebooks as ``scheduler``),
+    so workers start, import torch and receive the data set once, not once per notebook.
+
+    Parameters
+    ----------
+    n_workers : int, optional
+        Worker processes (default: the CPUs this process may use).
+
+    Returns
+    -------
+    distributed.LocalCluster
+        Close it when done (it is a context manager).
+
+    Raises
+    ------
+    ValueError
+        If ``n_workers`` is not None or a positive int.
+    """
+    from distributed import LocalCluster
+
+    if n_workers is not None and (isinstance(n_workers, bool) or not isinstance(n_workers, int)
+                                  or n_workers < 1):
+        raise ValueError(f"n_workers must be None or a positive integer, got {n_workers!r}")
+    one = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    return LocalCluster(n_workers=n_workers or _cores(), threads_per_worker=1, processes=True,
+                        dashboard_address=None, silence_logs=logging.ERROR, env=one)
 
 
 def _cores() -> int:
@@ -175,13 +208,10 @@ class TaskRunner:
         if self.scheduler == "serial":
             return None
         if self._client is None:
-            from distributed import Client, LocalCluster
+            from distributed import Client
 
             if self.scheduler == "local":
-                # processes, not threads: torch and ripser hold the GIL for long stretches
-                self._cluster = LocalCluster(
-                    n_workers=self.n_workers, threads_per_worker=1, processes=True,
-                    dashboard_address=None, silence_logs=logging.ERROR)
+                self._cluster = local_cluster(self.n_workers)
                 self._client = Client(self._cluster)
             else:
                 self._client = Client(self.scheduler)

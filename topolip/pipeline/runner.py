@@ -321,7 +321,6 @@ def run_chain(
         the notebook that writes them succeeds. Checkpoints (``*.pt``) are kept: they are
         verified on load and let training resume.
     """
-    import papermill
 
     root = Path(root).resolve()
     notebooks = chain(root)
@@ -339,6 +338,48 @@ def run_chain(
     if not dry_run:
         out_dir.mkdir(parents=True, exist_ok=True)
     runs: list[NotebookRun] = []
+    cluster = _SharedCluster(params.get("n_workers"), log)
+    try:
+        _run_notebooks(root, notebooks, params, per_notebook, deps, fingerprint=fingerprint,
+                       lock=lock, runs=runs, cluster=cluster, only=only, force=force,
+                       kernel_name=kernel_name, dry_run=dry_run, log=log)
+    finally:
+        cluster.close()
+    return runs
+
+
+class _SharedCluster:
+    """One Dask LocalCluster for every notebook run with ``scheduler: local``, started when the
+    first of them executes (a cached chain starts none): its address is what they receive."""
+
+    def __init__(self, n_workers: int | None, log):
+        self.n_workers, self.log, self._cluster = n_workers, log, None
+
+    def address(self) -> str:
+        if self._cluster is None:
+            from ..tasks import local_cluster
+
+            t0 = time.perf_counter()
+            self._cluster = local_cluster(self.n_workers)
+            self.log(f"[topolip] Dask LocalCluster of {len(self._cluster.workers)} workers "
+                     f"started in {time.perf_counter() - t0:.1f} s at "
+                     f"{self._cluster.scheduler_address} (shared by the notebooks)")
+        return self._cluster.scheduler_address
+
+    def close(self) -> None:
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+
+def _run_notebooks(root: Path, notebooks: Sequence[Path], params: Mapping[str, Any],
+                   per_notebook: Mapping[Path, dict], deps, *, fingerprint: str,
+                   lock: str | None, runs: list[NotebookRun], cluster: _SharedCluster,
+                   only, force: bool, kernel_name: str, dry_run: bool, log) -> None:
+    """The loop of :func:`run_chain` over the notebooks (appends to ``runs``)."""
+    import papermill
+
+    out_dir = root / BOOK_NOTEBOOKS
     upstream = ""
     rewrites: dict[Path, str] = {}  # dry run: files an earlier notebook would write, by whom
     for path in notebooks:
@@ -391,9 +432,12 @@ def run_chain(
         partial = out.with_suffix(".partial.ipynb")  # papermill writes progress here
         t0 = time.perf_counter()
         snapshot = _snapshot_outputs(root, nb_params, nb)
+        injected = dict(nb_params)
+        if injected.get("scheduler") == "local":  # the chain's shared cluster
+            injected["scheduler"] = cluster.address()
         try:
             result = papermill.execute_notebook(
-                nb, str(partial), parameters=dict(nb_params), kernel_name=kernel_name,
+                nb, str(partial), parameters=injected, kernel_name=kernel_name,
                 cwd=str(root), progress_bar=False, log_output=False)
         except BaseException as exc:
             removed = snapshot.rollback()
@@ -413,7 +457,6 @@ def run_chain(
         partial.unlink(missing_ok=True)
         log(f"[topolip] {path.stem}: done in {seconds:.0f} s -> {out.relative_to(root)}")
         runs.append(NotebookRun(path.stem, out, False, seconds, reason))
-    return runs
 
 
 # --------------------------------------------------------------------------- failed notebooks
