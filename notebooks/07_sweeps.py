@@ -70,7 +70,7 @@ from topolip.figures import plot_sweep
 from topolip.metric import DistanceSpec
 from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters
-from topolip.sweeps import run_sweep
+from topolip.sweeps import run_sweeps
 from topolip.tasks import TaskRunner
 from topolip.train import TrainConfig, configure_threads
 
@@ -88,12 +88,10 @@ parts = []
 with TaskRunner(scheduler, n_workers=n_workers) as runner:
     for seed in sweep_seeds:
         x, y = seed_batch(data.x_test, data.y_test, max(n_robust, n_points), seed)
-        for arch, sweep in sweeps.items():
-            parts.append(run_sweep(arch, sweep["base"], sweep["grid"], data, config,
-                                   results_dir=results_dir, x=x, y=y,
-                                   perturbations=sweep_perturbations, spec=spec,
-                                   n_points=n_points, n_perm=n_perm, seeds=[seed],
-                                   pgd_steps=pgd_steps, runner=runner))
+        parts.append(run_sweeps(sweeps, data, config, results_dir=results_dir, x=x, y=y,
+                                perturbations=sweep_perturbations, spec=spec,
+                                n_points=n_points, n_perm=n_perm, seeds=[seed],
+                                pgd_steps=pgd_steps, runner=runner))
 table = pd.concat(parts, ignore_index=True).drop(columns=["resumed_from_epoch"])
 _ = write_table(table, tables / "sweeps.csv", params)
 

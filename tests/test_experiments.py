@@ -37,7 +37,7 @@ from topolip.models import collect_activations
 from topolip.ood import load_ood_batches, measure_ood, ood_behaviour
 from topolip.robustness import max_softmax, robustness_curves, topolip_vs_accuracy
 from topolip.stats import rank_correlations
-from topolip.sweeps import run_sweep, sweep_points
+from topolip.sweeps import run_sweep, run_sweeps, sweep_points
 from topolip.train import ModelSpec, TrainConfig, accuracy, fit
 
 
@@ -287,6 +287,26 @@ def test_sweep_reuses_checkpoints_and_trains_the_base_once(tmp_path):
     assert {p: p.stat().st_mtime_ns for p in (tmp_path / "models").glob("*.pt")} == stamps
     cols = [c for c in first.columns if c != "resumed_from_epoch"]
     pd.testing.assert_frame_equal(first[cols], second[cols])
+
+
+def test_run_sweeps_is_the_sweeps_one_after_the_other(tmp_path):
+    """One batch of tasks over several architectures gives the per-architecture rows."""
+    data = load_mnist(n_train=60, n_test=20, seed=0)
+    kwargs = dict(x=data.x_test[:10], y=data.y_test[:10], perturbations={"gaussian_noise": 2},
+                  seeds=[0], device="cpu")
+    config = TrainConfig(epochs=1, batch_size=30)
+    sweeps = {"conv_stack": {"base": {"channels": 2}, "grid": {"num_layers": [1, 2]}},
+              "attention_stack": {"base": {"num_layers": 1, "hidden_dim": 8, "num_heads": 2},
+                                  "grid": {"hidden_dim": [4, 8]}}}
+    together = run_sweeps(sweeps, data, config, results_dir=tmp_path / "a", **kwargs)
+    apart = pd.concat([run_sweep(arch, s["base"], s["grid"], data, config,
+                                 results_dir=tmp_path / "b", **kwargs)
+                       for arch, s in sweeps.items()], ignore_index=True)
+    assert together["arch"].tolist() == ["conv_stack"] * 2 + ["attention_stack"] * 2
+    same = [c for c in together.columns if c != "checkpoint"]
+    pd.testing.assert_frame_equal(together[same], apart[same])
+    with pytest.raises(ValueError, match="exactly the keys 'base' and 'grid'"):
+        run_sweeps({"vit": {"base": {}}}, data, config, results_dir=tmp_path, **kwargs)
 
 
 def test_sweep_points_check_every_point_before_training(tmp_path):

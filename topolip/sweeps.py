@@ -35,7 +35,7 @@ from .metric import DistanceSpec
 from .tasks import TaskRunner, train_models
 from .train import ModelSpec, TrainConfig, checkpoint_path, spec_for
 
-__all__ = ["SweepPoint", "run_sweep", "sweep_points"]
+__all__ = ["SweepPoint", "run_sweep", "run_sweeps", "sweep_points"]
 
 
 @dataclass(frozen=True)
@@ -225,6 +225,65 @@ def run_sweep(
     >>> t[["parameter", "value", "n_layers", "resumed_from_epoch"]].values.tolist()
     [['num_layers', '1', 2, 0], ['num_layers', '2', 3, 0]]
     """
+    return run_sweeps({arch: {"base": base, "grid": grid}}, data, config,
+                      results_dir=results_dir, x=x, y=y, perturbations=perturbations, spec=spec,
+                      n_points=n_points, n_perm=n_perm, seeds=seeds, pgd_steps=pgd_steps,
+                      device=device, progress=progress, runner=runner)
+
+
+def run_sweeps(
+    sweeps: Mapping[str, Mapping[str, Any]],
+    data: ImageSplit,
+    config: TrainConfig,
+    *,
+    results_dir: str | Path,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    perturbations: Mapping[str, float],
+    spec: DistanceSpec = DistanceSpec(),
+    n_points: int | None = None,
+    n_perm: int | None = None,
+    seeds: Sequence[int] = (0,),
+    pgd_steps: int = 10,
+    device: torch.device | str | None = None,
+    progress: bool = False,
+    runner: TaskRunner | None = None,
+) -> pd.DataFrame:
+    """:func:`run_sweep` of several architectures as one batch of tasks.
+
+    The models of every sweep are submitted together, so no worker waits for the last model
+    of one architecture before the next architecture starts. The rows are those of
+    ``pd.concat([run_sweep(arch, s["base"], s["grid"], ...) for arch, s in sweeps.items()])``.
+
+    Parameters
+    ----------
+    sweeps : mapping of str to mapping
+        ``{arch: {"base": {...}, "grid": {parameter: [values]}}}`` (the ``sweeps`` parameter of
+        the profiles).
+    data, config, results_dir, x, y, perturbations, spec, n_points, n_perm, seeds, pgd_steps, \
+device, progress, runner
+        As :func:`run_sweep`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`run_sweep`, the architectures in the order of ``sweeps``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`run_sweep`, or if ``sweeps`` is empty or an entry lacks ``base`` or
+        ``grid``, before anything is trained.
+    topolip.tasks.TaskError
+        As :func:`run_sweep`.
+    """
+    if not isinstance(sweeps, Mapping) or not sweeps:
+        raise ValueError(f"sweeps must be a non-empty {{arch: {{base, grid}}}} mapping, got "
+                         f"{sweeps!r}")
+    for arch, sweep in sweeps.items():
+        if not isinstance(sweep, Mapping) or set(sweep) != {"base", "grid"}:
+            raise ValueError(f"sweeps[{arch!r}] must have exactly the keys 'base' and 'grid', "
+                             f"got {sweep!r}")
     if not isinstance(perturbations, Mapping) or not perturbations:
         raise ValueError(f"perturbations must be a non-empty {{kind: strength}} mapping, got "
                          f"{perturbations!r}")
@@ -235,35 +294,42 @@ def run_sweep(
     if not seeds or not all(isinstance(s, numbers.Integral) and not isinstance(s, bool)
                             for s in seeds):
         raise ValueError(f"seeds must be a non-empty list of integers, got {seeds!r}")
-    points = sweep_points(arch, base, grid, data)
+    points_of = {arch: sweep_points(arch, sweep["base"], sweep["grid"], data)
+                 for arch, sweep in sweeps.items()}
     runner = runner if runner is not None else TaskRunner("serial", progress=progress)
     jobs: dict[Path, tuple[ModelSpec, TrainConfig]] = {}
-    for point in points:
-        for seed in seeds:
-            cfg = replace(config, seed=int(seed))
-            jobs.setdefault(checkpoint_path(results_dir, point.spec, cfg, data), (point.spec, cfg))
+    for points in points_of.values():
+        for point in points:
+            for seed in seeds:
+                cfg = replace(config, seed=int(seed))
+                jobs.setdefault(checkpoint_path(results_dir, point.spec, cfg, data),
+                                (point.spec, cfg))
     outs = train_models(list(jobs.values()), data, results_dir=results_dir, runner=runner,
-                        device=device, measure=_measure_point, desc=f"sweep {arch}",
+                        device=device, measure=_measure_point,
+                        desc=f"sweep {', '.join(sweeps)}",
                         measure_kwargs={"x": runner.share(x), "y": runner.share(y),
                                         "perturbations": dict(perturbations), "dspec": spec,
                                         "n_points": n_points, "n_perm": n_perm,
                                         "pgd_steps": pgd_steps})
     done = dict(zip(jobs, outs, strict=True))
-    rows, seen = [], set()
-    for point in points:
-        for seed in seeds:
-            ckpt = checkpoint_path(results_dir, point.spec, replace(config, seed=int(seed)), data)
-            out = done[ckpt]
-            # a repeat of a model (the base point of another sweep) trained nothing more
-            resumed = config.epochs if ckpt in seen else out["resumed_from_epoch"]
-            seen.add(ckpt)
-            measured = out["measured"].assign(test_accuracy=out["test_accuracy"])
-            for rec in measured.to_dict("records"):
-                rows.append({"arch": arch, "parameter": point.parameter,
-                             "value": point.value_label, "value_numeric": point.value_numeric,
-                             "is_base": point.is_base, "seed": int(seed), **rec,
-                             "resumed_from_epoch": resumed,
-                             "checkpoint": str(ckpt)})
+    rows = []
+    for arch, points in points_of.items():
+        seen = set()
+        for point in points:
+            for seed in seeds:
+                ckpt = checkpoint_path(results_dir, point.spec, replace(config, seed=int(seed)),
+                                       data)
+                out = done[ckpt]
+                # a repeat of a model (the base point of another sweep) trained nothing more
+                resumed = config.epochs if ckpt in seen else out["resumed_from_epoch"]
+                seen.add(ckpt)
+                measured = out["measured"].assign(test_accuracy=out["test_accuracy"])
+                for rec in measured.to_dict("records"):
+                    rows.append({"arch": arch, "parameter": point.parameter,
+                                 "value": point.value_label, "value_numeric": point.value_numeric,
+                                 "is_base": point.is_base, "seed": int(seed), **rec,
+                                 "resumed_from_epoch": resumed,
+                                 "checkpoint": str(ckpt)})
     return pd.DataFrame(rows)
 
 
