@@ -55,7 +55,7 @@ n_workers = None        # processes of the local cluster, 1 thread each (None: t
 from pathlib import Path
 
 from topolip.data import load_dataset
-from topolip.experiments import measure_model, seed_batch
+from topolip.experiments import measure_trained
 from topolip.figures import plot_noise_floor
 from topolip.metric import DistanceSpec
 from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
@@ -72,18 +72,11 @@ data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, ro
 spec = DistanceSpec(degrees=degrees, p=p, q=q)
 
 
-def measure(model, row, *, data):
-    """TopoLip, noise floor, image resamples and baselines of one trained model (a task)."""
-    x, y = seed_batch(data.x_test, data.y_test, max(n_robust, n_points), row["seed"])
-    x_floor, _ = seed_batch(data.x_test, data.y_test, n_points, row["seed"], offset=n_points)
-    m = measure_model(model, x, y, topolip_strengths, spec, n_points=n_points, x_floor=x_floor,
-                      n_resamples=n_image_resamples, seed=row["seed"], n_perm=n_perm,
-                      pgd_steps=pgd_steps, num_classes=int(data.y_test.max()) + 1)
-    return m.layers, m.summary, m.resamples
-
-
 with TaskRunner(scheduler, n_workers=n_workers) as runner:
-    table, summary, resample = map_models(models, measure, runner=runner, data=data)
+    table, summary, resample = map_models(
+        models, measure_trained, runner=runner, data=data, perturbations=topolip_strengths,
+        spec=spec, n_points=n_points, n_robust=n_robust, n_resamples=n_image_resamples,
+        n_perm=n_perm, pgd_steps=pgd_steps)
 _ = write_table(table, tables / "topolip.csv", params)
 _ = write_table(summary, tables / "topolip_summary.csv", params)
 _ = write_table(resample, tables / "resamples.csv", params)

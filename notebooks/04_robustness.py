@@ -45,11 +45,10 @@ from pathlib import Path
 from topolip.claims import most_robust_vs_smoothest, smoothness_table
 from topolip.corruptions import CORRUPTIONS
 from topolip.data import load_dataset
-from topolip.experiments import seed_batch
 from topolip.figures import plot_accuracy_curves, plot_topolip_vs_accuracy
 from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
-from topolip.robustness import robustness_curves
+from topolip.robustness import robustness_curves_trained
 from topolip.tasks import TaskRunner, map_models
 
 params = notebook_parameters(globals(), "04_robustness")
@@ -62,14 +61,9 @@ data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, ro
 grid = {"fgsm": attack_eps, "pgd": attack_eps, **{kind: severities for kind in CORRUPTIONS}}
 
 
-def curves_of(model, row, *, data):
-    """Accuracy against strength of one trained model on its seed's images (a task)."""
-    x, y = seed_batch(data.x_test, data.y_test, n_robust, row["seed"])
-    return robustness_curves(model, x, y, grid, seed=row["seed"], pgd_steps=pgd_steps)
-
-
 with TaskRunner(scheduler, n_workers=n_workers) as runner:
-    curves = map_models(models, curves_of, runner=runner, data=data)
+    curves = map_models(models, robustness_curves_trained, runner=runner, data=data,
+                        strengths=grid, n_robust=n_robust, pgd_steps=pgd_steps)
 _ = write_table(curves, tables / "robustness.csv", params)
 summary = read_table(tables / "topolip_summary.csv")
 smooth = smoothness_table(summary)

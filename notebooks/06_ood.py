@@ -48,19 +48,11 @@ n_workers = None        # processes of the local cluster, 1 thread each (None: t
 # %% tags=["remove-input"]
 from pathlib import Path
 
-import pandas as pd
-
 from topolip.data import load_dataset
-from topolip.experiments import model_summaries, seed_batch
+from topolip.experiments import model_summaries
 from topolip.figures import plot_end_to_end, plot_ood_behaviour
 from topolip.metric import DistanceSpec
-from topolip.ood import (
-    load_ood_batches,
-    measure_ood,
-    ood_auroc_resamples,
-    ood_behaviour,
-    ood_resamples,
-)
+from topolip.ood import load_ood_batches, measure_ood_trained
 from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
 from topolip.tasks import TaskRunner, map_models
@@ -76,22 +68,10 @@ ood = load_ood_batches(ood_sets, data, n=n_ood, seed=split_seed)
 spec = DistanceSpec(degrees=degrees, p=p, q=q)
 
 
-def measure(model, row, *, data, ood):
-    """OOD TopoLip, behaviour and their image resamples of one trained model (a task)."""
-    x, _ = seed_batch(data.x_test, data.y_test, n_points, row["seed"])
-    ood_x = {name: seed_batch(xo, yo, n_points, row["seed"])[0]
-             for name, (xo, yo) in ood.items()}
-    t = measure_ood(model, x, ood_x, spec, n_perm=n_perm)
-    b = ood_behaviour(model, data.x_test, data.y_test, ood)
-    r = ood_resamples(model, x, ood_x, spec, n_resamples=n_image_resamples, seed=row["seed"])
-    a = ood_auroc_resamples(model, data.x_test, ood, n_resamples=n_image_resamples,
-                            seed=row["seed"])
-    a = a.rename(columns={"dataset": "group", "auroc": "value"}).assign(measure="auroc")
-    return t, b, pd.concat([r, a])
-
-
 with TaskRunner(scheduler, n_workers=n_workers) as runner:
-    topo, behaviour, resample = map_models(models, measure, runner=runner, data=data, ood=ood)
+    topo, behaviour, resample = map_models(
+        models, measure_ood_trained, runner=runner, data=data, ood=ood, spec=spec,
+        n_points=n_points, n_perm=n_perm, n_resamples=n_image_resamples)
 _ = write_table(topo, tables / "ood_topolip.csv", params)
 _ = write_table(model_summaries(topo, by=("arch", "seed", "ood_set")),
                 tables / "ood_topolip_summary.csv", params)

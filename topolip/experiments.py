@@ -27,7 +27,7 @@ from .models import collect_activations, forward_probes
 
 __all__ = [
     "ModelMeasurement", "end_to_end_resamples", "measure_bounds", "measure_model",
-    "measure_topolip", "model_summaries", "seed_batch",
+    "measure_topolip", "measure_trained", "model_summaries", "seed_batch",
 ]
 
 
@@ -402,6 +402,57 @@ def measure_model(
     return ModelMeasurement(
         pd.concat(layers, ignore_index=True), pd.DataFrame(summary),
         pd.concat(resamples, ignore_index=True) if resamples else pd.DataFrame(columns=cols))
+
+
+def measure_trained(model: nn.Module, row: Mapping, *, data, perturbations: Mapping[str, float],
+                    spec: DistanceSpec = DistanceSpec(), n_points: int, n_robust: int,
+                    n_resamples: int = 0, n_perm: int | None = None, pgd_steps: int = 10
+                    ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """:func:`measure_model` of one trained model of ``models.csv`` on its seed's images.
+
+    The per-model task of ``02_topolip`` (:func:`topolip.tasks.map_models` calls it): the
+    evaluation batch is the first ``max(n_robust, n_points)`` images of the seed's permutation
+    of the test set (:func:`seed_batch`), the TopoLip cloud its first ``n_points``, and the
+    noise floor's clean batch the next ``n_points`` images.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The trained model.
+    row : mapping
+        Its row of ``models.csv`` (``seed`` is read).
+    data : topolip.data.ImageSplit
+        The data set (its test images, pixels in [0, 1]).
+    perturbations : mapping of str to float
+        ``{kind: strength}`` as in :func:`measure_model`.
+    spec : DistanceSpec
+        Degrees, ``p`` and ``q``.
+    n_points, n_robust : int
+        Images per point cloud; images of the accuracy drop (at least ``n_points``).
+    n_resamples : int, default=0
+        Image bootstrap resamples.
+    n_perm : int, optional
+        Greedy-permutation subsample size.
+    pgd_steps : int, default=10
+        Steps of PGD.
+
+    Returns
+    -------
+    (pandas.DataFrame, pandas.DataFrame, pandas.DataFrame)
+        ``layers``, ``summary`` and ``resamples`` of :class:`ModelMeasurement`.
+
+    Raises
+    ------
+    ValueError
+        As :func:`seed_batch` and :func:`measure_model`.
+    """
+    seed = int(row["seed"])
+    x, y = seed_batch(data.x_test, data.y_test, max(n_robust, n_points), seed)
+    x_floor, _ = seed_batch(data.x_test, data.y_test, n_points, seed, offset=n_points)
+    m = measure_model(model, x, y, perturbations, spec, n_points=n_points, x_floor=x_floor,
+                      n_resamples=n_resamples, seed=seed, n_perm=n_perm, pgd_steps=pgd_steps,
+                      num_classes=int(data.y_test.max()) + 1)
+    return m.layers, m.summary, m.resamples
 
 
 def measure_topolip(

@@ -44,15 +44,15 @@ from torchvision.transforms.v2 import InterpolationMode
 from torchvision.transforms.v2 import functional as TF
 
 from .data import ImageSplit, stratified_split
-from .experiments import end_to_end_resamples
+from .experiments import end_to_end_resamples, seed_batch
 from .metric import DistanceSpec, layer_diagrams, topolip_table
 from .models import collect_activations
 from .robustness import max_softmax
 from .train import accuracy
 
 __all__ = [
-    "OOD_SETS", "load_ood", "load_ood_batches", "measure_ood", "ood_auroc_resamples",
-    "ood_behaviour", "ood_resamples",
+    "OOD_SETS", "load_ood", "load_ood_batches", "measure_ood", "measure_ood_trained",
+    "ood_auroc_resamples", "ood_behaviour", "ood_resamples",
 ]
 
 #: ``{name: one-line description}`` of the sets :func:`load_ood` builds.
@@ -425,6 +425,60 @@ def ood_resamples(model: nn.Module, x: torch.Tensor, ood: Mapping[str, torch.Ten
             parts.append(pd.DataFrame({"group": name, "measure": measure,
                                        "resample": e2e["resample"], "value": e2e[measure]}))
     return pd.concat(parts, ignore_index=True)
+
+
+def measure_ood_trained(model: nn.Module, row: Mapping, *, data: ImageSplit,
+                        ood: Mapping[str, tuple[torch.Tensor, torch.Tensor]],
+                        spec: DistanceSpec = DistanceSpec(), n_points: int,
+                        n_perm: int | None = None, n_resamples: int = 20
+                        ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Everything ``06_ood`` measures on one trained model of ``models.csv``.
+
+    The per-model task of ``06_ood`` (:func:`topolip.tasks.map_models` calls it): TopoLip
+    between the seed's first ``n_points`` test images and ``n_points`` images of each OOD set
+    (:func:`measure_ood`, :func:`ood_resamples`), and the confidence behaviour on the whole
+    test set and OOD batches (:func:`ood_behaviour`, :func:`ood_auroc_resamples`).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The trained model.
+    row : mapping
+        Its row of ``models.csv`` (``seed`` is read).
+    data : topolip.data.ImageSplit
+        The in-distribution data set (its test images and labels).
+    ood : mapping of str to (images, labels)
+        OOD batches as from :func:`load_ood_batches`.
+    spec : DistanceSpec
+        Degrees, ``p`` and ``q``.
+    n_points : int
+        Images per point cloud, from the test set and from each OOD set.
+    n_perm : int, optional
+        Greedy-permutation subsample size.
+    n_resamples : int, default=20
+        Image bootstrap resamples (TopoLip and AUROC).
+
+    Returns
+    -------
+    (pandas.DataFrame, pandas.DataFrame, pandas.DataFrame)
+        :func:`measure_ood`'s table, :func:`ood_behaviour`'s table, and the resamples
+        (``group``, ``measure``: ``end_to_end``, ``end_to_end_scale_free`` or ``auroc``,
+        ``resample``, ``value``).
+
+    Raises
+    ------
+    ValueError
+        As the functions it calls.
+    """
+    seed = int(row["seed"])
+    x, _ = seed_batch(data.x_test, data.y_test, n_points, seed)
+    ood_x = {name: seed_batch(xo, yo, n_points, seed)[0] for name, (xo, yo) in ood.items()}
+    table = measure_ood(model, x, ood_x, spec, n_perm=n_perm)
+    behaviour = ood_behaviour(model, data.x_test, data.y_test, ood)
+    resamples = ood_resamples(model, x, ood_x, spec, n_resamples=n_resamples, seed=seed)
+    auroc = ood_auroc_resamples(model, data.x_test, ood, n_resamples=n_resamples, seed=seed)
+    auroc = auroc.rename(columns={"dataset": "group", "auroc": "value"}).assign(measure="auroc")
+    return table, behaviour, pd.concat([resamples, auroc])
 
 
 @functools.lru_cache(maxsize=1)  # read-only source: callers get indexed copies

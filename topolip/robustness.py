@@ -26,12 +26,12 @@ import torch
 from torch import nn
 
 from .attacks import PERTURBATIONS, check_strength, perturb
+from .experiments import seed_batch
 from .tensors import check_images, eval_mode
 from .train import accuracy
 
 __all__ = [
-    "max_softmax",
-    "robustness_curves", "topolip_vs_accuracy",
+    "max_softmax", "robustness_curves", "robustness_curves_trained", "topolip_vs_accuracy",
 ]
 
 
@@ -124,6 +124,45 @@ def robustness_curves(
                          "accuracy": acc, "accuracy_clean": acc_clean,
                          "accuracy_drop": acc_clean - acc})
     return pd.DataFrame(rows)
+
+
+def robustness_curves_trained(model: nn.Module, row: Mapping, *, data,
+                              strengths: Mapping[str, Sequence[float]], n_robust: int,
+                              pgd_steps: int = 10) -> pd.DataFrame:
+    """:func:`robustness_curves` of one trained model of ``models.csv`` on its seed's images.
+
+    The per-model task of ``04_robustness`` (:func:`topolip.tasks.map_models` calls it): the
+    first ``n_robust`` images of the seed's permutation of the test set
+    (:func:`topolip.experiments.seed_batch`), perturbed with the model's seed.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The trained model.
+    row : mapping
+        Its row of ``models.csv`` (``seed`` is read).
+    data : topolip.data.ImageSplit
+        The data set (its test images, pixels in [0, 1]).
+    strengths : mapping of str to sequence of float
+        ``{kind: [strength, ...]}`` as in :func:`robustness_curves`.
+    n_robust : int
+        Images per curve.
+    pgd_steps : int, default=10
+        Steps of PGD.
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`robustness_curves`.
+
+    Raises
+    ------
+    ValueError
+        As :func:`topolip.experiments.seed_batch` and :func:`robustness_curves`.
+    """
+    seed = int(row["seed"])
+    x, y = seed_batch(data.x_test, data.y_test, n_robust, seed)
+    return robustness_curves(model, x, y, strengths, seed=seed, pgd_steps=pgd_steps)
 
 
 @torch.no_grad()
