@@ -145,3 +145,19 @@ def test_scheduler_parameters_in_the_schema():
         validate_params({"scheduler": "10.0.0.5:8786"})
     with pytest.raises(ParameterError, match="n_workers"):
         validate_params({"n_workers": 0})
+
+
+def test_the_chain_cluster_runs_in_the_given_directory_with_one_thread(tmp_path):
+    """topolip run's shared cluster: workers in the repository root, one torch thread each."""
+    import os
+
+    from distributed import Client
+
+    from topolip.tasks import local_cluster
+
+    with local_cluster(2, cwd=tmp_path) as cluster, Client(cluster) as client:
+        assert set(client.run(os.getcwd).values()) == {str(tmp_path.resolve())}
+        threads = client.run(lambda: __import__("torch").get_num_threads())
+        assert set(threads.values()) == {1} and len(threads) == 2
+    with pytest.raises(ValueError, match="n_workers"):
+        local_cluster(0)

@@ -106,7 +106,20 @@ def _run_one(fn: Callable[..., Any], args: tuple, kwargs: Mapping[str, Any],
     return fn(*args, **dict(kwargs))
 
 
-def local_cluster(n_workers: int | None = None):
+class _WorkingDirectory:
+    """A Dask worker plugin: the worker runs in ``path`` (relative paths, e.g. the checkpoints
+    under ``results_dir``, then mean what they mean to the notebooks)."""
+
+    name = "topolip-working-directory"
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def setup(self, worker) -> None:  # noqa: ARG002 - the plugin interface
+        os.chdir(self.path)
+
+
+def local_cluster(n_workers: int | None = None, *, cwd: str | Path | None = None):
     """A :class:`distributed.LocalCluster` for the chain: ``n_workers`` processes (default the
     cores), one thread each, torch and BLAS at one thread in every worker, no dashboard.
 
@@ -118,6 +131,9 @@ def local_cluster(n_workers: int | None = None):
     ----------
     n_workers : int, optional
         Worker processes (default: the CPUs this process may use).
+    cwd : str or Path, optional
+        Working directory of the workers (default: this process's). ``topolip run`` passes the
+        repository root, where the notebooks run.
 
     Returns
     -------
@@ -135,8 +151,17 @@ def local_cluster(n_workers: int | None = None):
                                   or n_workers < 1):
         raise ValueError(f"n_workers must be None or a positive integer, got {n_workers!r}")
     one = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
-    return LocalCluster(n_workers=n_workers or _cores(), threads_per_worker=1, processes=True,
-                        dashboard_address=None, silence_logs=logging.ERROR, env=one)
+    cluster = LocalCluster(n_workers=n_workers or _cores(), threads_per_worker=1,
+                           processes=True, dashboard_address=None, silence_logs=logging.ERROR,
+                           env=one)
+    if cwd is not None:
+        from distributed import Client
+        from distributed.diagnostics.plugin import WorkerPlugin
+
+        plugin = type("WorkingDirectory", (_WorkingDirectory, WorkerPlugin), {})
+        with Client(cluster) as client:
+            client.register_plugin(plugin(str(Path(cwd).resolve())))
+    return cluster
 
 
 def _cores() -> int:

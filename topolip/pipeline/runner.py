@@ -338,7 +338,7 @@ def run_chain(
     if not dry_run:
         out_dir.mkdir(parents=True, exist_ok=True)
     runs: list[NotebookRun] = []
-    cluster = _SharedCluster(params.get("n_workers"), log)
+    cluster = _SharedCluster(params.get("n_workers"), root, log)
     try:
         _run_notebooks(root, notebooks, params, per_notebook, deps, fingerprint=fingerprint,
                        lock=lock, runs=runs, cluster=cluster, only=only, force=force,
@@ -352,15 +352,15 @@ class _SharedCluster:
     """One Dask LocalCluster for every notebook run with ``scheduler: local``, started when the
     first of them executes (a cached chain starts none): its address is what they receive."""
 
-    def __init__(self, n_workers: int | None, log):
-        self.n_workers, self.log, self._cluster = n_workers, log, None
+    def __init__(self, n_workers: int | None, root: Path, log):
+        self.n_workers, self.root, self.log, self._cluster = n_workers, root, log, None
 
     def address(self) -> str:
         if self._cluster is None:
             from ..tasks import local_cluster
 
             t0 = time.perf_counter()
-            self._cluster = local_cluster(self.n_workers)
+            self._cluster = local_cluster(self.n_workers, cwd=self.root)  # where notebooks run
             self.log(f"[topolip] Dask LocalCluster of {len(self._cluster.workers)} workers "
                      f"started in {time.perf_counter() - t0:.1f} s at "
                      f"{self._cluster.scheduler_address} (shared by the notebooks)")
