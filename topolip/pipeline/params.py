@@ -580,13 +580,13 @@ SCHEMA: dict[str, Param] = {p.name: p for p in (
     _P("batch_size", _Int(1), "training batch size"),
     _P("lr", _Float(0.0, lo_open=True), "AdamW learning rate"),
     _P("weight_decay", _Float(0.0), "AdamW weight decay"),
-    _P("threads", _Optional(_Int(1)), "torch CPU threads of training (null: torch's default; "
-       "1 on a shared machine)"),
+    _P("threads", _Optional(_Int(1)), "torch CPU threads of training with scheduler: serial "
+       "(null: torch's default; 1 on a shared machine)"),
     # where the trainings and per-model measurements run (topolip.tasks)
     _P("scheduler", _Scheduler(), "local (a Dask LocalCluster), serial (in the notebook's "
        "process) or a Dask scheduler address tcp://host:8786", "local"),
     _P("n_workers", _Optional(_Int(1)), "worker processes of the local cluster, one torch "
-       "thread each (null: the machine's cores)", None),
+       "thread each (null: the machine's cores; on a GPU machine they share the GPU)", None),
     # TopoLip
     _P("n_points", _Int(2), "test images per point cloud (<= n_test)"),
     _P("degrees", _List(_Int(0)), "homological degrees of the diagrams"),
