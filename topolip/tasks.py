@@ -121,7 +121,8 @@ class _WorkingDirectory:
 
 def local_cluster(n_workers: int | None = None, *, cwd: str | Path | None = None):
     """A :class:`distributed.LocalCluster` for the chain: ``n_workers`` processes (default the
-    cores), one thread each, torch and BLAS at one thread in every worker, no dashboard.
+    cores), one thread each, torch and BLAS at one thread in every worker, the dashboard on a
+    free port (its link is the cluster's ``dashboard_link``).
 
     Processes, not threads: torch and ripser hold the GIL for long stretches. ``topolip run``
     starts one for the whole chain (its address is passed to the notebooks as ``scheduler``),
@@ -152,7 +153,7 @@ def local_cluster(n_workers: int | None = None, *, cwd: str | Path | None = None
         raise ValueError(f"n_workers must be None or a positive integer, got {n_workers!r}")
     one = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
     cluster = LocalCluster(n_workers=n_workers or _cores(), threads_per_worker=1,
-                           processes=True, dashboard_address=None, silence_logs=logging.ERROR,
+                           processes=True, dashboard_address=":0", silence_logs=logging.ERROR,
                            env=one)
     if cwd is not None:
         from distributed import Client
