@@ -46,19 +46,19 @@ pgd_steps = 5
 bound_kinds = ["fgsm", "gaussian_noise"]   # perturbations whose certified chain is checked
 estimate_samples = 16    # clean images at which each segment's Jacobian norm is estimated
 estimate_n_iter = 30     # power iterations of the estimate
+scheduler = "local"     # models measured on: local (Dask LocalCluster), serial, or tcp://host:8786
+n_workers = None        # processes of the local cluster, 1 thread each (None: the cores)
 
 # %% tags=["remove-input"]
 from pathlib import Path
 
-import pandas as pd
-
 from topolip.bound_tables import bound_looseness, bound_slack, bounds_vs_measured, chain_growth
 from topolip.data import load_dataset
-from topolip.experiments import measure_bounds, seed_batch
+from topolip.experiments import measure_bounds_trained
 from topolip.figures import plot_bounds_vs_measured
 from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import arch_label, glue_number, show_parameters, show_table
-from topolip.train import load_trained
+from topolip.tasks import TaskRunner, map_models
 
 tables = Path(results_dir) / "tables"
 for name in ("models.csv", "topolip.csv"):
@@ -89,17 +89,11 @@ show_parameters(params)
 # (topolip.experiments.measure_bounds, which raises if an estimate exceeds its bound or a
 # measured eps_l exceeds L_l eps_{l-1}). bounds_vs_measured joins the chains with the TopoLip
 # table and checks the stability theorem on every row.
-parts = []
-for row in models.itertuples():
-    model = load_trained(row.checkpoint).model
-    x_eval, y_eval = seed_batch(data.x_test, data.y_test, max(n_robust, n_points), row.seed)
-    part = measure_bounds(model, x_eval, y_eval, {k: topolip_strengths[k] for k in paired_kinds},
-                          n_points=n_points, seed=row.seed, pgd_steps=pgd_steps,
-                          estimate_samples=estimate_samples, estimate_n_iter=estimate_n_iter)
-    part.insert(0, "arch", row.arch)
-    part.insert(1, "seed", row.seed)
-    parts.append(part)
-bounds = pd.concat(parts, ignore_index=True)
+with TaskRunner(scheduler, n_workers=n_workers) as runner:
+    bounds = map_models(models, measure_bounds_trained, runner=runner, data=data,
+                        perturbations={k: topolip_strengths[k] for k in paired_kinds},
+                        n_points=n_points, n_robust=n_robust, pgd_steps=pgd_steps,
+                        estimate_samples=estimate_samples, estimate_n_iter=estimate_n_iter)
 _ = write_table(bounds, tables / "bounds.csv", params)
 
 # %% tags=["hide-input"]

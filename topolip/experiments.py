@@ -26,8 +26,8 @@ from .metric import DistanceSpec, layer_diagrams, median_pairwise_distance, summ
 from .models import collect_activations, forward_probes
 
 __all__ = [
-    "ModelMeasurement", "end_to_end_resamples", "measure_bounds", "measure_model",
-    "measure_topolip", "measure_trained", "model_summaries", "seed_batch",
+    "ModelMeasurement", "end_to_end_resamples", "measure_bounds", "measure_bounds_trained",
+    "measure_model", "measure_topolip", "measure_trained", "model_summaries", "seed_batch",
 ]
 
 
@@ -610,3 +610,45 @@ def measure_bounds(
         chain.insert(0, "perturbation", kind)
         parts.append(chain)
     return pd.concat(parts, ignore_index=True)
+
+
+def measure_bounds_trained(model: nn.Module, row: Mapping, *, data,
+                           perturbations: Mapping[str, float], n_points: int, n_robust: int,
+                           pgd_steps: int = 10, estimate_samples: int = 16,
+                           estimate_n_iter: int = 30) -> pd.DataFrame:
+    """:func:`measure_bounds` of one trained model of ``models.csv`` on its seed's images.
+
+    The per-model task of ``05_bounds_vs_measured`` (:func:`topolip.tasks.map_models` calls
+    it): the batch :func:`measure_trained` measured (the first ``max(n_robust, n_points)``
+    images of the seed's permutation of the test set), perturbed as it was.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The trained model.
+    row : mapping
+        Its row of ``models.csv`` (``seed`` is read).
+    data : topolip.data.ImageSplit
+        The data set (its test images, pixels in [0, 1]).
+    perturbations : mapping of str to float
+        ``{kind: strength}`` of the paired perturbations whose chains are bounded.
+    n_points, n_robust : int
+        As :func:`measure_trained`.
+    pgd_steps, estimate_samples, estimate_n_iter : int
+        As :func:`measure_bounds`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`measure_bounds`.
+
+    Raises
+    ------
+    ValueError
+        As :func:`seed_batch` and :func:`measure_bounds`.
+    """
+    seed = int(row["seed"])
+    x, y = seed_batch(data.x_test, data.y_test, max(n_robust, n_points), seed)
+    return measure_bounds(model, x, y, perturbations, n_points=n_points, seed=seed,
+                          pgd_steps=pgd_steps, estimate_samples=estimate_samples,
+                          estimate_n_iter=estimate_n_iter)
