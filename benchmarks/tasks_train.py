@@ -1,72 +1,74 @@
-"""01's trainings on the quick profile (1 seed x 4 architectures, 3 epochs): serial or local.
+"""01's trainings (quick profile, 1 seed x 4 architectures, 3 epochs): serial against Dask.
 
-Usage (one JSON line per run; run the modes one after the other, never together)::
+One run times, one after the other on the same machine, the same four trainings
 
-    THREADS=2 python benchmarks/tasks_train.py serial   # in-process, torch at THREADS threads
-    python benchmarks/tasks_train.py local              # LocalCluster, 2 workers x 1 thread
+- **serial·T**: in this process, torch at its default thread count ``T`` (the cores);
+- **serial·1**: in this process, torch at one thread;
+- **local**: a two-worker :func:`topolip.tasks.local_cluster` (one torch thread each), the
+  cluster's start-up timed apart;
 
-The local line also gives the cluster's start-up (``cluster_start_s``), the first round trip
-(``first_tasks_s``) and its shutdown (``close_s``). The load average before and after is
-printed: on a shared machine, compare only runs made under similar load.
+and prints the wall times, the ratios serial/local, and whether the test accuracies of
+serial·1 and local agree (they must: the same thread count gives the same numbers). The load
+average before and after is printed: time on a quiet machine.
+
+Usage: python benchmarks/tasks_train.py [--epochs 3] [--workers 2]
 """
 
-import json
+from __future__ import annotations
+
+import argparse
 import os
-import sys
 import tempfile
 import time
 
+import torch
+
 from topolip.data import load_dataset
 from topolip.pipeline import load_params
-from topolip.tasks import Task, TaskRunner, train_models
-from topolip.train import TrainConfig, configure_threads, spec_for
+from topolip.tasks import TaskRunner, local_cluster, train_models
+from topolip.train import TrainConfig, spec_for
 
 ARCHS = ["vit", "resnet", "attention_stack", "conv_stack"]
 
 
-def _threads() -> int:
-    import torch
+def _train(jobs, data, runner=None):
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        res = train_models(jobs, data, results_dir=tmp, runner=runner)
+        return time.perf_counter() - t0, [r["test_accuracy"] for r in res]
 
-    return torch.get_num_threads()
 
-
-def main(mode: str) -> None:
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
     p, _ = load_params("quick")
     data = load_dataset(p["dataset"], n_train=p["n_train"], n_test=p["n_test"],
                         seed=p["split_seed"])
     jobs = [(spec_for(a, p[a], data),
-             TrainConfig(epochs=3, batch_size=p["batch_size"], lr=p["lr"],
+             TrainConfig(epochs=args.epochs, batch_size=p["batch_size"], lr=p["lr"],
                          weight_decay=p["weight_decay"], seed=0)) for a in ARCHS]
-    threads = int(os.environ.get("THREADS", "2")) if mode == "serial" else 1
-    out = {"mode": mode, "threads": threads, "load_before": os.getloadavg()}
-    with tempfile.TemporaryDirectory() as tmp:
-        if mode == "serial":
-            configure_threads(threads)
-            t0 = time.perf_counter()
-            res = train_models(jobs, data, results_dir=tmp)
-            out["train_s"] = time.perf_counter() - t0
-        else:
-            t0 = time.perf_counter()
-            runner = TaskRunner("local", n_workers=2, progress=False)
-            _ = runner.client  # the cluster and its workers up
-            out["cluster_start_s"] = time.perf_counter() - t0
-            t1 = time.perf_counter()
-            out["worker_threads"] = runner.map([Task("warm", _threads), Task("warm", _threads)])
-            out["first_tasks_s"] = time.perf_counter() - t1
-            t2 = time.perf_counter()
-            res = train_models(jobs, data, results_dir=tmp, runner=runner)
-            out["train_s"] = time.perf_counter() - t2
-            out["total_s"] = time.perf_counter() - t0
-            t3 = time.perf_counter()
-            runner.close()
-            out["close_s"] = time.perf_counter() - t3
-    pairs = list(zip(ARCHS, res, strict=True))
-    out["per_model_train_s"] = {a: round(sum(h["seconds"] for h in r["history"]), 2)
-                                for a, r in pairs}
-    out["test_accuracy"] = {a: r["test_accuracy"] for a, r in pairs}
-    out["load_after"] = os.getloadavg()
-    print(json.dumps(out))
+    print(f"load average before: {os.getloadavg()[0]:.2f}; {len(jobs)} trainings of "
+          f"{args.epochs} epochs on {len(data.x_train)} images")
+    default = torch.get_num_threads()
+    serial_t, _ = _train(jobs, data)
+    torch.set_num_threads(1)
+    serial_1, acc_1 = _train(jobs, data)
+    torch.set_num_threads(default)
+    t0 = time.perf_counter()
+    cluster = local_cluster(args.workers)
+    start = time.perf_counter() - t0
+    with cluster, TaskRunner(cluster.scheduler_address, progress=False) as runner:
+        local, acc_local = _train(jobs, data, runner)
+    print(f"{'path':22s} {'wall s':>8s} {'/ local':>8s}")
+    print(f"{f'serial, {default} threads':22s} {serial_t:8.1f} {serial_t / local:7.2f}x")
+    print(f"{'serial, 1 thread':22s} {serial_1:8.1f} {serial_1 / local:7.2f}x")
+    print(f"{f'local, {args.workers} x 1 thread':22s} {local:8.1f} {1:7.2f}x   "
+          f"(+ {start:.1f} s cluster start-up, once per chain)")
+    print(f"test accuracies serial·1 == local: {acc_1 == acc_local} ({acc_local})")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main()
