@@ -45,6 +45,7 @@ lint: install
 bench: install
 	$(BIN)/python benchmarks/bench_distances.py
 	$(BIN)/python benchmarks/bench_topolip.py
+	$(BIN)/python benchmarks/tasks_train.py
 
 ## make lock: re-pin requirements.lock from the current .venv (after changing pyproject.toml)
 lock:
