@@ -33,7 +33,8 @@ from torch import nn
 from .corruptions import CORRUPTIONS, corrupt
 from .tensors import check_images, eval_mode
 
-__all__ = ["ATTACKS", "PERTURBATIONS", "check_strength", "fgsm", "perturb", "pgd", "random_sign"]
+__all__ = ["ATTACKS", "PERTURBATIONS", "check_strength", "fgsm", "perturb", "perturb_at", "pgd",
+           "random_sign"]
 
 #: Gradient attacks, run through torchattacks.
 ATTACKS: tuple[str, ...] = ("fgsm", "pgd")
@@ -280,6 +281,62 @@ def check_strength(kind: str, value) -> float | int:
             raise ValueError(f"severity of {kind!r} must be an integer 0..5, got {value!r}")
         return int(value)
     return float(value)
+
+
+def perturb_at(kind: str, model: nn.Module | None, x: torch.Tensor, y: torch.Tensor | None,
+               strength: float, *, seed: int = 0, pgd_steps: int = 10,
+               batch_size: int | None = None) -> torch.Tensor:
+    """:func:`perturb` by ``(kind, strength)``: the strength named for its kind, PGD's steps.
+
+    The one place where a strength becomes ``eps`` or ``severity`` (:func:`check_strength`).
+    An ``eps`` of 0 returns ``x`` itself: the L∞ ball of radius 0 holds the clean images only.
+
+    Parameters
+    ----------
+    kind : str
+        A key of :data:`PERTURBATIONS`.
+    model : torch.nn.Module or None
+        The attacked classifier; needed by the attacks only.
+    x : torch.Tensor of shape (N, C, H, W), floating point
+        Clean images, pixels in [0, 1].
+    y : torch.Tensor of shape (N,) or None
+        True labels; needed by the attacks only.
+    strength : float
+        ε in pixel units (attacks, random-sign noise; L∞) or severity 0..5 (corruptions).
+    seed : int, default=0
+        Seed of the random parts (PGD's start, noise, corruptions).
+    pgd_steps : int, default=10
+        Steps of PGD (step size ``2.5 ε / steps``).
+    batch_size : int, optional
+        Images per attack pass of FGSM and PGD (memory only; their default when omitted).
+
+    Returns
+    -------
+    torch.Tensor of shape (N, C, H, W)
+        The perturbed images, pixels in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        As :func:`check_strength` and :func:`perturb`.
+
+    Examples
+    --------
+    >>> x = torch.rand(2, 1, 4, 4)
+    >>> perturb_at("fgsm", None, x, None, 0.0) is x
+    True
+    >>> bool(torch.equal(perturb_at("contrast", None, x, None, 0), x))
+    True
+    """
+    value = check_strength(kind, strength)
+    unit = PERTURBATIONS[kind]
+    if unit == "eps" and value == 0:
+        check_images(x)
+        return x
+    options: dict = {"steps": pgd_steps} if kind == "pgd" else {}
+    if batch_size is not None and kind in ("fgsm", "pgd"):
+        options["batch_size"] = batch_size
+    return perturb(kind, model, x, y, seed=seed, **{unit: value}, **options)
 
 
 def perturb(kind: str, model: nn.Module | None, x: torch.Tensor, y: torch.Tensor | None, *,

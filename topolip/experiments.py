@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from . import baselines
-from .attacks import PERTURBATIONS, check_strength, perturb
+from .attacks import PERTURBATIONS, check_strength, perturb_at
 from .diagrams import pairwise_distances, rips_diagrams_many
 from .distances import diagram_distance
 from .metric import DistanceSpec, layer_diagrams, median_pairwise_distance, summarize, topolip_table
@@ -336,9 +336,7 @@ def measure_model(
     resample_cache: dict = {}  # the clean resamples' diagrams, shared by every perturbation
     layers, summary, resamples = [], [], []
     for kind, strength in perturbations.items():
-        value = {PERTURBATIONS[kind]: check_strength(kind, strength)}
-        options = {"steps": pgd_steps} if kind == "pgd" else {}
-        x_t = perturb(kind, model, x, y, seed=seed, **value, **options)
+        x_t = perturb_at(kind, model, x, y, strength, seed=seed, pgd_steps=pgd_steps)
         pert, logits_t = forward_probes(model, x_t, n_probe=n_points)
         correct_t = logits_t.argmax(1) == labels
         pert_d = {label: pairwise_distances(a, f"perturbed activations at {label!r}")
@@ -347,7 +345,7 @@ def measure_model(
                               clean_distances=clean_d, perturbed_distances=pert_d,
                               n_jobs=n_jobs)
         table.insert(0, "perturbation", kind)
-        table.insert(1, "strength", next(iter(value.values())))
+        table.insert(1, "strength", check_strength(kind, strength))
         if floor is not None:
             table["noise_floor"] = table["layer"].map(floor)
             table["noise_floor_scale_free"] = table["noise_floor"] / table["scale"]
@@ -603,9 +601,8 @@ def measure_bounds(
     local.insert(0, "perturbation", LOCAL)
     parts = [local]
     for kind, strength in perturbations.items():
-        value = {PERTURBATIONS[kind]: check_strength(kind, strength)}
-        options = {"steps": pgd_steps} if kind == "pgd" else {}
-        x_t = perturb(kind, model, x, y, seed=seed, **value, **options)[:n_points]
+        x_t = perturb_at(kind, model, x, y, strength, seed=seed,
+                         pgd_steps=pgd_steps)[:n_points]
         chain = layer_bounds(model, clean, x_t, estimate=False)
         chain.insert(0, "perturbation", kind)
         parts.append(chain)

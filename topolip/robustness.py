@@ -25,7 +25,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from .attacks import PERTURBATIONS, check_strength, perturb
+from .attacks import PERTURBATIONS, check_strength, perturb_at
 from .experiments import seed_batch
 from .tensors import check_images, eval_mode
 from .train import accuracy
@@ -112,12 +112,9 @@ def robustness_curves(
     rows = []
     for kind, values in checked.items():
         unit = PERTURBATIONS[kind]
-        options = {"steps": pgd_steps, "batch_size": batch_size} if kind == "pgd" else (
-            {"batch_size": batch_size} if kind == "fgsm" else {})
         for value in values:
-            # An L-inf ball of radius 0 holds the clean images only: no attack to run.
-            x_t = x if unit == "eps" and value == 0 else perturb(
-                kind, model, x, y, seed=seed, **{unit: value}, **options)
+            x_t = perturb_at(kind, model, x, y, value, seed=seed, pgd_steps=pgd_steps,
+                             batch_size=batch_size)
             # Strength 0 gives back the clean images: their accuracy is not evaluated again.
             acc = acc_clean if torch.equal(x_t, x) else accuracy(model, x_t, y)
             rows.append({"perturbation": kind, "strength": value, "unit": unit, "n": len(y),
