@@ -151,10 +151,25 @@ def local_cluster(n_workers: int | None = None, *, cwd: str | Path | None = None
     if n_workers is not None and (isinstance(n_workers, bool) or not isinstance(n_workers, int)
                                   or n_workers < 1):
         raise ValueError(f"n_workers must be None or a positive integer, got {n_workers!r}")
-    one = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
-    cluster = LocalCluster(n_workers=n_workers or _cores(), threads_per_worker=1,
-                           processes=True, dashboard_address=":0", silence_logs=logging.ERROR,
-                           env=one)
+    import dask
+
+    # Set in each worker before it starts: one OpenMP/BLAS thread, and glibc's default
+    # malloc trimming. Dask's default MALLOC_TRIM_THRESHOLD_=65536 returns freed memory to the
+    # system so eagerly that torch's training steps run 1.6x slower (measured: 3 ViT epochs
+    # 5.9 s in a process, 9.6 s in a worker with it, the same as in a process without it).
+    environ = {**dask.config.get("distributed.nanny.pre-spawn-environ"),
+               "MALLOC_TRIM_THRESHOLD_": None,
+               **{name: 1 for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                       "OPENBLAS_NUM_THREADS")}}
+    saved = dict(os.environ)  # the nannies write the pre-spawn variables into this process
+    try:
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
+            cluster = LocalCluster(n_workers=n_workers or _cores(), threads_per_worker=1,
+                                   processes=True, dashboard_address=":0",
+                                   silence_logs=logging.ERROR)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     if cwd is not None:
         from distributed import Client
         from distributed.diagnostics.plugin import WorkerPlugin
