@@ -568,8 +568,10 @@ def _pair_distances(X: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     return out
 
 
-# What one call of pdist costs, in multiply-adds of its kernel (about 30 µs).
-_PDIST_CALL_FLOPS = 30_000
+# What one call of pdist costs, in multiply-adds of its kernel: about 30 µs a call through
+# scipy's public API, while its kernel runs at about 3e9 multiply-adds per second (200 points
+# of dimension 1,088: 7 ms), measured on the 2-core machine.
+_PDIST_CALL_FLOPS = 90_000
 
 
 def _snap_pairs(values: np.ndarray, table: np.ndarray, pairs: np.ndarray,
@@ -869,8 +871,10 @@ def _finish(job: _RipsJob, dgms: list[np.ndarray] | None) -> RipsDiagrams:
         order = np.argsort(job.dists)
         table = np.concatenate([[0.0], job.dists[order]])
         pairs = np.concatenate([[[-1, -1]], np.column_stack([job.iu[order], job.ju[order]])])
-        raw = [np.column_stack([_snap_pairs(g[:, 0], table, pairs, X),
-                                _snap_pairs(g[:, 1], table, pairs, X)]) for g in raw]
+        # every birth and death of every degree snapped at once: one exact-distance call
+        flat = _snap_pairs(np.concatenate([g.ravel() for g in raw]), table, pairs, X)
+        ends = np.cumsum([g.size for g in raw])[:-1]
+        raw = [part.reshape(-1, 2) for part in np.split(flat, ends)]
     raw = [_unscale(g, job.c_in, "a birth or death") for g in raw]
 
     out = []
