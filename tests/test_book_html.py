@@ -66,6 +66,10 @@ def page_problems(page: Path, *, chapter: bool) -> list[str]:
         target = (page.parent / src.split("?")[0]).resolve()
         if not target.exists():
             problems.append(f"{name}: MathJax script {src} is not in the built book")
+    progress = [o.get_text()[:60] for o in article.select(".cell_output")
+                if re.search(r"\d+/\d+ \[[\d:]+<|it/s\]", o.get_text())]
+    if progress:
+        problems.append(f"{name}: a progress bar in a cell output: {progress[0]!r}")
     if not chapter:
         return problems
     figures = article.find_all("figure")

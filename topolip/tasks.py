@@ -121,8 +121,8 @@ class _WorkingDirectory:
 
 def local_cluster(n_workers: int | None = None, *, cwd: str | Path | None = None):
     """A :class:`distributed.LocalCluster` for the chain: ``n_workers`` processes (default the
-    cores), one thread each, torch and BLAS at one thread in every worker, the dashboard on a
-    free port (its link is the cluster's ``dashboard_link``).
+    cores), one thread each, torch and BLAS at one thread in every worker (a dashboard, if
+    bokeh is installed, on a free port: the cluster's ``dashboard_link``).
 
     Processes, not threads: torch and ripser hold the GIL for long stretches. ``topolip run``
     starts one for the whole chain (its address is passed to the notebooks as ``scheduler``),
@@ -202,9 +202,10 @@ class TaskRunner:
     n_workers : int, optional
         Worker processes of the local cluster (default: the machine's cores). Ignored by the
         other schedulers.
-    progress : bool, default=True
-        Show a progress bar as tasks finish. It is written to the process's original standard
-        error (the terminal that runs the chain), so it stays out of an executed notebook.
+    progress : bool, optional
+        Show a progress bar (tqdm, on standard error) as tasks finish. Default: on, except in
+        a Jupyter kernel, where ipykernel captures standard error into the notebook and the
+        bar would end up in the book; there the runner's log says when each notebook is done.
 
     Raises
     ------
@@ -220,13 +221,13 @@ class TaskRunner:
     """
 
     def __init__(self, scheduler: str = "local", *, n_workers: int | None = None,
-                 progress: bool = True):
+                 progress: bool | None = None):
         self.scheduler = check_scheduler(scheduler)
         if n_workers is not None and (isinstance(n_workers, bool) or not isinstance(
                 n_workers, int) or n_workers < 1):
             raise ValueError(f"n_workers must be None or a positive integer, got {n_workers!r}")
         self.n_workers = n_workers if n_workers is not None else _cores()
-        self.progress = progress
+        self.progress = progress if progress is not None else "ipykernel" not in sys.modules
         self._client = None
         self._cluster = None
         self._shared: dict[int, tuple[Any, Any]] = {}  # id(obj) -> (obj, its future)

@@ -363,8 +363,7 @@ class _SharedCluster:
             self._cluster = local_cluster(self.n_workers, cwd=self.root)  # where notebooks run
             self.log(f"[topolip] Dask LocalCluster of {len(self._cluster.workers)} workers "
                      f"started in {time.perf_counter() - t0:.1f} s at "
-                     f"{self._cluster.scheduler_address} (shared by the notebooks; dashboard "
-                     f"{self._cluster.dashboard_link})")
+                     f"{self._cluster.scheduler_address} (shared by the notebooks)")
         return self._cluster.scheduler_address
 
     def close(self) -> None:
