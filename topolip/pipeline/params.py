@@ -196,8 +196,10 @@ def declared_parameters(nb, *, name: str = "notebook") -> dict[str, str]:
 
 
 #: Parameters that say where the work runs (:mod:`topolip.tasks`), not what it computes: the
-#: same tables come out on any scheduler, so they are left out of what a table records and of
-#: a notebook's cache key (changing them re-executes nothing).
+#: same tables come out on any scheduler at the same torch thread count (a local cluster's
+#: workers train at one thread, as ``scheduler=serial threads=1`` does; two threads give
+#: weights that differ at float32 rounding), so they are left out of what a table records and
+#: of a notebook's cache key (changing them re-executes nothing).
 EXECUTION_PARAMETERS = ("scheduler", "n_workers")
 
 #: Parameters that say where things are, not what was computed: left out of the parameters a
