@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .report import ARCH_LABELS
+from .stats import require_columns
 
 __all__ = ["LOCAL", "bound_looseness", "bound_slack", "bounds_vs_measured", "chain_growth"]
 
@@ -27,12 +28,6 @@ __all__ = ["LOCAL", "bound_looseness", "bound_slack", "bounds_vs_measured", "cha
 LOCAL = "none (local)"
 #: Keys shared by ``tables/bounds.csv`` and ``tables/topolip.csv``.
 KEYS = ["arch", "seed", "perturbation", "layer"]
-
-
-def _require(table: pd.DataFrame, columns: list[str], name: str) -> None:
-    missing = [c for c in columns if c not in table]
-    if missing:
-        raise ValueError(f"{name} lacks the columns {missing}; it has {list(table.columns)}")
 
 
 def bounds_vs_measured(bounds: pd.DataFrame, measured: pd.DataFrame, *, rtol: float = 1e-3,
@@ -91,8 +86,8 @@ def bounds_vs_measured(bounds: pd.DataFrame, measured: pd.DataFrame, *, rtol: fl
     >>> bounds_vs_measured(b, m)[["ratio", "two_lip"]].values.tolist()
     [[nan, nan], [1.0, 4.0]]
     """
-    _require(bounds, KEYS + ["depth", "bound", "eps", "envelope_chain"], "bounds")
-    _require(measured, KEYS + ["eps", "bottleneck", "envelope"], "measured")
+    require_columns(bounds, KEYS + ["depth", "bound", "eps", "envelope_chain"], "bounds")
+    require_columns(measured, KEYS + ["eps", "bottleneck", "envelope"], "measured")
     chains = bounds[bounds["perturbation"] != LOCAL]
     try:
         joined = chains.merge(measured, on=KEYS, suffixes=("", "_measured"),
@@ -152,7 +147,7 @@ def bound_slack(joined: pd.DataFrame) -> pd.Series:
     >>> bound_slack(t).tolist()
     [8.0]
     """
-    _require(joined, ["depth", "ratio", "two_lip"], "joined")
+    require_columns(joined, ["depth", "ratio", "two_lip"], "joined")
     body = joined[joined["depth"] > 0].dropna(subset=["ratio"])
     body = body[body["ratio"] > 0]
     return body["two_lip"] / body["ratio"]
@@ -186,7 +181,7 @@ def chain_growth(joined: pd.DataFrame) -> pd.DataFrame:
     >>> chain_growth(t).to_dict("index")
     {'vit': {'chained': 8.0, 'measured': 2.0, 'slack': 4.0}}
     """
-    _require(joined, ["arch", "depth", "eps_measured", "chained_bound"], "joined")
+    require_columns(joined, ["arch", "depth", "eps_measured", "chained_bound"], "joined")
     growth = []
     for arch, a in joined.groupby("arch", sort=False):
         last = a[a["depth"] == a["depth"].max()]
@@ -233,8 +228,8 @@ def bound_looseness(bounds: pd.DataFrame) -> pd.DataFrame:
     >>> bound_looseness(b)[["segment", "layers", "max_ratio", "median_ratio"]].values.tolist()
     [['Linear', 2, 2.0, 1.5]]
     """
-    _require(bounds, ["arch", "perturbation", "depth", "segment", "layer", "bound", "estimate",
-                      "ratio"], "bounds")
+    require_columns(bounds, ["arch", "perturbation", "depth", "segment", "layer", "bound",
+                             "estimate", "ratio"], "bounds")
     local = bounds[bounds["perturbation"] == LOCAL]
     segments = local[local["depth"] > 0]
     bad = segments["estimate"] > segments["bound"] * (1 + 1e-6)

@@ -203,12 +203,6 @@ def measure_study(population: pd.DataFrame, sweeps: pd.DataFrame | None = None, 
     return pd.DataFrame(rows)
 
 
-def _check_study(study: pd.DataFrame) -> None:
-    missing = [c for c in ("perturbation", "label", "tau") if c not in study]
-    if missing:
-        raise ValueError(f"study lacks the columns {missing}; it has {list(study.columns)}")
-
-
 def best_measures(study: pd.DataFrame) -> pd.DataFrame:
     """Per perturbation kind, the measure with the largest Kendall τ with the response.
 
@@ -235,7 +229,7 @@ def best_measures(study: pd.DataFrame) -> pd.DataFrame:
     >>> best_measures(s)[["perturbation", "label"]].values.tolist()
     [['a', 'y']]
     """
-    _check_study(study)
+    stats.require_columns(study, ["perturbation", "label", "tau"], "study")
     defined = study.dropna(subset=["tau"])
     return defined.loc[defined.groupby("perturbation")["tau"].idxmax()]
 
@@ -265,6 +259,6 @@ def mean_tau(study: pd.DataFrame) -> pd.Series:
     >>> mean_tau(s).round(2).to_dict()
     {'y': 0.5, 'x': 0.3}
     """
-    _check_study(study)
+    stats.require_columns(study, ["perturbation", "label", "tau"], "study")
     defined = study.dropna(subset=["tau"])
     return defined.groupby("label", sort=False)["tau"].mean().sort_values(ascending=False)

@@ -54,7 +54,7 @@ __all__ = [
     "MIN_SEEDS", "Comparison", "Interval", "compare", "decide", "granulated_tau", "holm",
     "hierarchical_replicates", "interval", "kendall_tau", "kendall_with_interval",
     "null_decision_rate", "partial_kendall", "permutation_kendall", "rank_correlations",
-    "stratified_permutation_kendall",
+    "require_columns", "stratified_permutation_kendall",
 ]
 
 #: Fewest seeds per side for a decisive verdict.
@@ -380,6 +380,26 @@ def null_decision_rate(n_seeds: int = 3, *, n_sim: int = 1000, n_resamples: int 
 
 
 # --------------------------------------------------------------------------- rank agreement
+
+
+def require_columns(table: pd.DataFrame, columns: Sequence[str], name: str) -> None:
+    """Raise unless ``table`` has every one of ``columns`` (the check of the table functions).
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, the missing columns and the ones it has.
+
+    Examples
+    --------
+    >>> require_columns(pd.DataFrame({"a": [1]}), ["a", "b"], "t")
+    Traceback (most recent call last):
+    ...
+    ValueError: t lacks the columns ['b']; it has ['a']
+    """
+    missing = [c for c in columns if c not in table]
+    if missing:
+        raise ValueError(f"{name} lacks the columns {missing}; it has {list(table.columns)}")
 
 
 def kendall_tau(x, y) -> float:
