@@ -148,9 +148,7 @@ def local_cluster(n_workers: int | None = None, *, cwd: str | Path | None = None
     """
     from distributed import LocalCluster
 
-    if n_workers is not None and (isinstance(n_workers, bool) or not isinstance(n_workers, int)
-                                  or n_workers < 1):
-        raise ValueError(f"n_workers must be None or a positive integer, got {n_workers!r}")
+    _check_workers(n_workers)
     import dask
 
     # Set in each worker before it starts: one OpenMP/BLAS thread, and glibc's default
@@ -178,6 +176,12 @@ def local_cluster(n_workers: int | None = None, *, cwd: str | Path | None = None
         with Client(cluster) as client:
             client.register_plugin(plugin(str(Path(cwd).resolve())))
     return cluster
+
+
+def _check_workers(n_workers: Any) -> None:
+    if n_workers is not None and (isinstance(n_workers, bool) or not isinstance(n_workers, int)
+                                  or n_workers < 1):
+        raise ValueError(f"n_workers must be None or a positive integer, got {n_workers!r}")
 
 
 def _cores() -> int:
@@ -223,9 +227,7 @@ class TaskRunner:
     def __init__(self, scheduler: str = "local", *, n_workers: int | None = None,
                  progress: bool | None = None):
         self.scheduler = check_scheduler(scheduler)
-        if n_workers is not None and (isinstance(n_workers, bool) or not isinstance(
-                n_workers, int) or n_workers < 1):
-            raise ValueError(f"n_workers must be None or a positive integer, got {n_workers!r}")
+        _check_workers(n_workers)
         self.n_workers = n_workers if n_workers is not None else _cores()
         self.progress = progress if progress is not None else "ipykernel" not in sys.modules
         self._client = None
