@@ -301,15 +301,18 @@ def test_rips_diagrams_as_dict_and_types():
     assert [g.degree for g in res.diagrams] == [0, 1]
 
 
-@pytest.mark.parametrize("flops", [0, 10**9])
-def test_pair_distances_are_pdist_bit_for_bit_on_both_paths(monkeypatch, flops):
+@pytest.mark.parametrize(("m", "d", "block"), [(120, 30, 1), (120, 30, 7 * 30),
+                                                (120, 30, 65_536), (40, 3000, 65_536),
+                                                (200, 12_544, 65_536)])
+def test_pair_distances_are_pdist_bit_for_bit(monkeypatch, m, d, block):
+    """One pair per cdist call, a few, or all in one: each value is pdist's, bit for bit."""
     from scipy.spatial.distance import pdist, squareform
 
     from topolip import diagrams
 
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(120, 30)) * 1e3
-    i = rng.integers(0, 119, 200)
-    j = i + rng.integers(1, 120 - i)
-    monkeypatch.setattr(diagrams, "_PDIST_CALL_FLOPS", flops)  # 0: one call a pair
+    rng = np.random.default_rng(m + d)
+    X = rng.normal(size=(m, d)) * 10.0 ** rng.uniform(-3, 3, size=(m, 1))
+    i = rng.integers(0, m - 1, 200)
+    j = i + rng.integers(1, m - i)
+    monkeypatch.setattr(diagrams, "_PAIR_BLOCK_VALUES", block)
     assert np.array_equal(diagrams._pair_distances(X, i, j), squareform(pdist(X))[i, j])
