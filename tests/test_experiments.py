@@ -34,7 +34,13 @@ from topolip.figures import (
 )
 from topolip.metric import DistanceSpec, topological_displacement
 from topolip.models import collect_activations
-from topolip.ood import load_ood_batches, measure_ood, ood_behaviour
+from topolip.ood import (
+    load_ood_batches,
+    measure_ood,
+    measure_ood_trained,
+    ood_auroc_resamples,
+    ood_behaviour,
+)
 from topolip.robustness import max_softmax, robustness_curves, topolip_vs_accuracy
 from topolip.stats import rank_correlations
 from topolip.sweeps import run_sweep, run_sweeps, sweep_points
@@ -164,6 +170,32 @@ def test_ood_behaviour_auroc_is_the_pairwise_probability(trained, data):
     with pytest.raises(ValueError, match="5 images but 4 labels"):
         ood_behaviour(trained, data.x_test, data.y_test,
                       {"bad": (data.x_test[:5], data.y_test[:4])})
+
+
+def test_measure_ood_trained_forwards_each_set_once_with_the_public_results(trained, data):
+    """The per-model task of 06 shares one forward pass per set between the behaviour table and
+    the AUROC resamples: same tables as the two public functions, a third of their passes."""
+    ood = load_ood_batches(["digits", "photo_patches"], data, n=50, seed=0)
+    seen = []
+    hook = trained.register_forward_pre_hook(lambda _m, args: seen.append(len(args[0])))
+    try:
+        _, behaviour, resamples = measure_ood_trained(trained, {"seed": 1}, data=data, ood=ood,
+                                                      n_points=20, n_resamples=3)
+        n_task = sum(seen)
+        seen.clear()
+        ref_b = ood_behaviour(trained, data.x_test, data.y_test, ood)
+        ref_a = ood_auroc_resamples(trained, data.x_test, ood, n_resamples=3, seed=1)
+        n_public = sum(seen)
+    finally:
+        hook.remove()
+    pd.testing.assert_frame_equal(behaviour, ref_b)
+    auroc = resamples[resamples["measure"] == "auroc"]
+    assert auroc["value"].tolist() == ref_a["auroc"].tolist()
+    assert auroc["group"].tolist() == ref_a["dataset"].tolist()
+    n_sets = len(data.x_test) + 50 + 50
+    # one pass per set, plus the TopoLip clouds (20 clean + 20 per OOD set) for the per-layer
+    # table and again for the resampled end-to-end values
+    assert n_public == 2 * n_sets and n_task == n_sets + 2 * 3 * 20
 
 
 def test_ood_batches_drop_digit_labels_for_other_data():

@@ -8,8 +8,6 @@ Measurement. :func:`ood_behaviour` and :func:`ood_auroc_resamples`: what a train
 does on them (max-softmax confidence, accuracy, AUROC of in- against out-of-distribution);
 :func:`measure_ood` and :func:`ood_resamples`: its per-layer and end-to-end TopoLip between a
 clean batch and each set (unpaired clouds).
-Out-of-distribution sets that need no network, shaped like the in-distribution images.
-
 
 The sets. For a model trained on MNIST (``image_shape=(1, 28, 28)``, the default) or on CIFAR-10
 (``image_shape=(3, 32, 32)``), :func:`load_ood` returns images of the same shape with pixels in
@@ -47,8 +45,7 @@ from .data import ImageSplit, stratified_split
 from .experiments import end_to_end_resamples, seed_batch
 from .metric import DistanceSpec, layer_diagrams, topolip_table
 from .models import collect_activations
-from .robustness import max_softmax
-from .train import accuracy
+from .robustness import softmax_predictions
 
 __all__ = [
     "OOD_SETS", "load_ood", "load_ood_batches", "measure_ood", "measure_ood_trained",
@@ -232,25 +229,7 @@ def ood_behaviour(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     >>> t["auroc"].tolist()[1:], bool(t["accuracy"].isna().tolist() == [False, False, True])
     ([0.5, 0.5], True)
     """
-    from sklearn.metrics import roc_auc_score
-
-    if not ood:
-        raise ValueError("ood must hold at least one out-of-distribution batch")
-    conf_in = max_softmax(model, x)
-    rows = [{"dataset": "in_distribution", "n": len(x), "mean_confidence": conf_in.mean(),
-             "median_confidence": float(np.median(conf_in)), "accuracy": accuracy(model, x, y),
-             "auroc": math.nan}]
-    for name, (x_o, y_o) in ood.items():
-        if len(x_o) != len(y_o):
-            raise ValueError(f"OOD set {name!r}: {len(x_o)} images but {len(y_o)} labels")
-        conf = max_softmax(model, x_o)
-        labelled = y_o >= 0
-        acc = accuracy(model, x_o[labelled], y_o[labelled]) if bool(labelled.any()) else math.nan
-        truth = np.r_[np.ones(len(conf_in)), np.zeros(len(conf))]
-        rows.append({"dataset": name, "n": len(x_o), "mean_confidence": conf.mean(),
-                     "median_confidence": float(np.median(conf)), "accuracy": acc,
-                     "auroc": float(roc_auc_score(truth, np.r_[conf_in, conf]))})
-    return pd.DataFrame(rows)
+    return _behaviour(_scores(model, x, y, ood))
 
 
 def ood_auroc_resamples(model: nn.Module, x: torch.Tensor,
@@ -291,17 +270,63 @@ def ood_auroc_resamples(model: nn.Module, x: torch.Tensor,
     >>> ood_auroc_resamples(model, x, same, n_resamples=2)["dataset"].tolist()
     ['same', 'same']
     """
-    from sklearn.metrics import roc_auc_score
+    _check_resamples(n_resamples)
+    return _auroc_resamples(_scores(model, x, None, ood), n_resamples, seed)
 
-    if not ood:
-        raise ValueError("ood must hold at least one out-of-distribution batch")
+
+def _check_resamples(n_resamples) -> None:
     if not (isinstance(n_resamples, int) and n_resamples >= 1):
         raise ValueError(f"n_resamples must be a positive int, got {n_resamples!r}")
-    conf_in = max_softmax(model, x)
+
+
+def _scores(model: nn.Module, x: torch.Tensor, y: torch.Tensor | None,
+            ood: Mapping[str, tuple[torch.Tensor, torch.Tensor]]) -> dict:
+    """``{set: (confidence, prediction, labels)}``, the in-distribution set first: one forward
+    pass per batch (:func:`topolip.robustness.softmax_predictions`), shared by
+    :func:`_behaviour` and :func:`_auroc_resamples` (``y=None``: unlabelled, -1)."""
+    if y is None:
+        y = torch.full((len(x),), -1)
+    if not ood:
+        raise ValueError("ood must hold at least one out-of-distribution batch")
+    for name, (x_o, y_o) in ood.items():
+        if len(x_o) != len(y_o):
+            raise ValueError(f"OOD set {name!r}: {len(x_o)} images but {len(y_o)} labels")
+    out = {}
+    for name, (xb, yb) in {"in_distribution": (x, y), **ood}.items():
+        conf, pred = softmax_predictions(model, xb)
+        out[name] = (conf, pred, np.asarray(yb))
+    return out
+
+
+def _behaviour(scores: Mapping) -> pd.DataFrame:
+    """The table of :func:`ood_behaviour` from :func:`_scores`."""
+    from sklearn.metrics import roc_auc_score
+
+    conf_in = scores["in_distribution"][0]
+    rows = []
+    for name, (conf, pred, y) in scores.items():
+        labelled = y >= 0
+        acc = float((pred[labelled] == y[labelled]).mean()) if labelled.any() else math.nan
+        auroc = math.nan
+        if name != "in_distribution":
+            truth = np.r_[np.ones(len(conf_in)), np.zeros(len(conf))]
+            auroc = float(roc_auc_score(truth, np.r_[conf_in, conf]))
+        rows.append({"dataset": name, "n": len(conf), "mean_confidence": conf.mean(),
+                     "median_confidence": float(np.median(conf)), "accuracy": acc,
+                     "auroc": auroc})
+    return pd.DataFrame(rows)
+
+
+def _auroc_resamples(scores: Mapping, n_resamples: int, seed: int) -> pd.DataFrame:
+    """The table of :func:`ood_auroc_resamples` from :func:`_scores`."""
+    from sklearn.metrics import roc_auc_score
+
+    conf_in = scores["in_distribution"][0]
     rng = np.random.default_rng(seed)
     rows = []
-    for name, (x_o, _) in ood.items():
-        conf = max_softmax(model, x_o)
+    for name, (conf, _, _) in scores.items():
+        if name == "in_distribution":
+            continue
         for b in range(n_resamples):
             a = conf_in[rng.integers(0, len(conf_in), len(conf_in))]
             o = conf[rng.integers(0, len(conf), len(conf))]
@@ -474,9 +499,11 @@ def measure_ood_trained(model: nn.Module, row: Mapping, *, data: ImageSplit,
     x, _ = seed_batch(data.x_test, data.y_test, n_points, seed)
     ood_x = {name: seed_batch(xo, yo, n_points, seed)[0] for name, (xo, yo) in ood.items()}
     table = measure_ood(model, x, ood_x, spec, n_perm=n_perm)
-    behaviour = ood_behaviour(model, data.x_test, data.y_test, ood)
+    _check_resamples(n_resamples)
+    scores = _scores(model, data.x_test, data.y_test, ood)  # one forward pass per set
+    behaviour = _behaviour(scores)
     resamples = ood_resamples(model, x, ood_x, spec, n_resamples=n_resamples, seed=seed)
-    auroc = ood_auroc_resamples(model, data.x_test, ood, n_resamples=n_resamples, seed=seed)
+    auroc = _auroc_resamples(scores, n_resamples, seed)
     auroc = auroc.rename(columns={"dataset": "group", "auroc": "value"}).assign(measure="auroc")
     return table, behaviour, pd.concat([resamples, auroc])
 

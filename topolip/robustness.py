@@ -31,7 +31,8 @@ from .tensors import check_images, eval_mode
 from .train import accuracy
 
 __all__ = [
-    "max_softmax", "robustness_curves", "robustness_curves_trained", "topolip_vs_accuracy",
+    "max_softmax", "robustness_curves", "robustness_curves_trained", "softmax_predictions",
+    "topolip_vs_accuracy",
 ]
 
 
@@ -162,7 +163,6 @@ def robustness_curves_trained(model: nn.Module, row: Mapping, *, data,
     return robustness_curves(model, x, y, strengths, seed=seed, pgd_steps=pgd_steps)
 
 
-@torch.no_grad()
 def max_softmax(model: nn.Module, x: torch.Tensor, *, batch_size: int = 512) -> np.ndarray:
     """Max-softmax confidence of ``model`` on each image of ``x`` (Hendrycks and Gimpel 2017).
 
@@ -195,12 +195,52 @@ def max_softmax(model: nn.Module, x: torch.Tensor, *, batch_size: int = 512) -> 
     >>> max_softmax(model, torch.rand(3, 1, 2, 2)).round(6).tolist()
     [0.75, 0.75, 0.75]
     """
+    return softmax_predictions(model, x, batch_size=batch_size)[0]
+
+
+@torch.no_grad()
+def softmax_predictions(model: nn.Module, x: torch.Tensor, *,
+                        batch_size: int = 512) -> tuple[np.ndarray, np.ndarray]:
+    """Max-softmax confidence and predicted class of each image, from one forward pass.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A classifier from images in [0, 1] to logits ``(N, K)``; run in eval mode on its
+        device, its previous mode restored.
+    x : torch.Tensor of shape (N, C, H, W)
+        Images, pixels in [0, 1].
+    batch_size : int, default=512
+        Samples per forward pass (memory only).
+
+    Returns
+    -------
+    (ndarray of shape (N,), ndarray of shape (N,))
+        :func:`max_softmax` (float64) and ``argmax_k f(x)_k`` (int64), the class
+        :func:`topolip.train.accuracy` counts.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` is not a non-empty (N, C, H, W) tensor or holds NaN/inf.
+
+    Examples
+    --------
+    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 2))
+    >>> with torch.no_grad():
+    ...     _ = model[1].weight.zero_(); _ = model[1].bias.copy_(torch.tensor([0.0, 1.0]))
+    >>> softmax_predictions(model, torch.rand(3, 1, 2, 2))[1].tolist()
+    [1, 1, 1]
+    """
     check_images(x)
     device = next(model.parameters()).device
+    conf, pred = [], []
     with eval_mode(model):
-        out = [torch.softmax(model(x[s:s + batch_size].to(device)).float(), dim=1).amax(1).cpu()
-               for s in range(0, len(x), batch_size)]
-    return torch.cat(out).to(torch.float64).numpy()
+        for s in range(0, len(x), batch_size):
+            logits = model(x[s:s + batch_size].to(device)).float()
+            conf.append(torch.softmax(logits, dim=1).amax(1).cpu())
+            pred.append(logits.argmax(1).cpu())
+    return torch.cat(conf).to(torch.float64).numpy(), torch.cat(pred).numpy()
 
 
 def topolip_vs_accuracy(summary: pd.DataFrame, curves: pd.DataFrame, *,
