@@ -75,6 +75,7 @@ for (spec, config), result in zip(jobs, trained, strict=True):
     rows.append({"arch": arch, "seed": seed, "test_accuracy": result["test_accuracy"],
                  "parameters": result["parameters"], "epochs": epochs,
                  "train_seconds": round(sum(h["seconds"] for h in result["history"]), 1),
+                 "threads": result["history"][-1].get("threads"),
                  "checkpoint": result["checkpoint"]})
     histories += [{"arch": arch, "seed": seed, **h} for h in result["history"]]
 

@@ -129,3 +129,28 @@ def test_configure_threads_sets_and_restores():
                 configure_threads(bad)
     finally:
         torch.set_num_threads(default)
+
+
+def test_history_records_the_threads_each_epoch_ran_with(tmp_path, data):
+    """Threads change the weights at float32 rounding, so each epoch records them, and a
+    resumed run keeps the threads of the epochs it did not retrain."""
+    from topolip.train import configure_threads
+
+    default = torch.get_num_threads()
+    ckpt = checkpoint_path(tmp_path, SPEC, CONFIG, data)
+
+    def stop_after_one(epoch):
+        if epoch == 1:
+            raise Interrupt
+
+    try:
+        configure_threads(1)
+        with pytest.raises(Interrupt):
+            fit(SPEC, data, CONFIG, checkpoint=ckpt, device="cpu", progress=False,
+                on_epoch_end=stop_after_one)
+        configure_threads(2)
+        result = fit(SPEC, data, CONFIG, checkpoint=ckpt, device="cpu", progress=False)
+    finally:
+        torch.set_num_threads(default)
+    assert [h["threads"] for h in result.history] == [1] + [2] * (CONFIG.epochs - 1)
+    assert [h["threads"] for h in load_trained(ckpt).history] == [1] + [2] * (CONFIG.epochs - 1)

@@ -182,7 +182,9 @@ class TrainConfig:
 class TrainResult:
     """A trained model and how it got there.
 
-    ``history``: one dict per epoch (``epoch``, ``loss``, ``train_accuracy``, ``seconds``);
+    ``history``: one dict per epoch (``epoch``, ``loss``, ``train_accuracy``, ``seconds``,
+    ``threads``: torch's CPU threads during the epoch, which change the trained weights at float32
+    rounding; absent from checkpoints written before it was recorded);
     ``test_accuracy``: clean accuracy on ``data.x_test`` in [0, 1].
     """
 
@@ -499,7 +501,7 @@ def fit(
             loss_sum += loss.item() * len(idx)
             correct += int((logits.argmax(1) == yb).sum())
         history.append({"epoch": epoch + 1, "loss": loss_sum / n, "train_accuracy": correct / n,
-                        "seconds": time.perf_counter() - t0})
+                        "seconds": time.perf_counter() - t0, "threads": torch.get_num_threads()})
         bar.set_postfix(loss=f"{loss_sum / n:.3f}", acc=f"{correct / n:.3f}")
         if ckpt is not None:
             _save(ckpt, {"format": FORMAT, "identity": identity, "epoch": epoch + 1,
