@@ -8,7 +8,10 @@ Part 1 trains the quick profile's ViT and ResNet on the embedded MNIST digits (s
 their clean test accuracy and seconds per epoch, to compare with the CPU run of the book. Part 2
 times one training epoch of each paper-profile architecture on 50,000 CIFAR-shaped images (random
 pixels and labels: the timing, not the accuracy, is the point; CIFAR-10 itself cannot be
-downloaded where this runs) and extrapolates the paper profile's training time.
+downloaded where this runs) and extrapolates the paper profile's training time. Part 3 times one
+TopoLip table of each paper-size model at the paper profile's ``n_points``
+(``benchmarks/paper_topolip.py``): the forward pass on the GPU, and the parts that stay on the
+CPU (distance matrices, ripser's diagrams, the displacements), each in seconds.
 """
 
 from __future__ import annotations
@@ -78,6 +81,10 @@ def main() -> None:
                extrapolated_training_minutes=round(full / 60, 1))
     report(part="paper-size", extrapolated_training_minutes_all=round(total / 60, 1),
            epochs=paper["epochs"], seeds=paper["seeds"], archs=paper["archs"])
+
+    import paper_topolip  # this folder is on sys.path when the script runs
+
+    paper_topolip.run("cuda", None, None)  # prints one row per architecture
 
 
 if __name__ == "__main__":
