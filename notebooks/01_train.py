@@ -132,8 +132,11 @@ _ = glue_number("train-seconds", models["train_seconds"].sum(), "{:.0f}")
 # %% tags=["remove-input"]
 show_table(models, columns={"arch": "architecture", "seed": "seed",
                             "test_accuracy": "clean test accuracy", "parameters": "weights",
-                            "epochs": "epochs", "train_seconds": "training time (s)"},
-           caption="Trained models: clean test accuracy on the held-out test images.")
+                            "epochs": "epochs", "train_seconds": "training time (s)",
+                            "threads": "torch threads"},
+           caption="Trained models: clean test accuracy on the held-out test images, and the "
+                   "torch CPU threads each was trained with (they change the weights at float32 "
+                   "rounding).")
 
 # %% [markdown]
 # **Caveats.** Accuracy is measured once, on the held-out test images of this run's split; with
