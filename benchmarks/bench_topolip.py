@@ -16,14 +16,17 @@ collected once; then three things are timed on the same clouds:
   (:func:`topolip.diagrams.rips_diagrams_many`, ``N`` = :func:`topolip.diagrams.default_jobs`,
   the CPUs this process may use); the workers are started before timing (a one-off cost,
   printed once);
+- **gudhi·N**: new·N with ``backend="gudhi"`` (GUDHI's Ripser port, float64; opt-in, the
+  default stays ripser.py);
 - **gemm**: the distance matrices alone (the floor of any matrix-based engine).
 
 Repetitions of the paths are interleaved (the machine may be shared) and medians reported,
-with the ratios old/new and new/gemm; the diagrams of all paths are compared (H0 and H1,
-exact float64 equality required), and the tables to 1e-12.
+with the ratios old/new and new/gemm; the diagrams of all ripser paths are compared (H0 and H1,
+exact float64 equality required), and the tables to 1e-12; gudhi·N's diagrams to float32
+rounding (ripser computes in float32 and may merge two distances GUDHI tells apart).
 
 Usage: OMP_NUM_THREADS=1 python benchmarks/bench_topolip.py [--sizes 100 200 400 800]
-[--reps 5] [--archs vit resnet] [--jobs N] [--cpu]
+[--reps 5] [--archs vit resnet] [--jobs N] [--gudhi] [--cpu]
 """
 
 from __future__ import annotations
@@ -144,7 +147,7 @@ def old_topolip(clean, perts, spec):
     return dgms, [old_topolip_table(clean, pert, spec, clean_diagrams=dgms) for pert in perts]
 
 
-def new_topolip(clean, perts, spec, n_jobs=1):
+def new_topolip(clean, perts, spec, n_jobs=1):  # spec.backend picks the persistence backend
     """The engine as :func:`topolip.experiments.measure_model` runs it."""
     clean_d = {label: dg.pairwise_distances(a) for label, a in clean.items()}
     dgms = layer_diagrams(clean, spec, distances=clean_d, n_jobs=n_jobs)
@@ -177,6 +180,21 @@ def clouds(arch: str, n: int, seed: int = 0):
             collect_activations(model, shift.clamp(0, 1)))
 
 
+def close_diagrams(a, b) -> bool:
+    """Equal up to float32 rounding (ripser against GUDHI's float64): same number of points and
+    a bottleneck distance within float32 rounding of the largest value (points are matched, not
+    rows: births equal to float32 rounding can sort either way)."""
+    from topolip.distances import bottleneck
+
+    for k in a.degrees:
+        fa, fb = a[k].finite, b[k].finite
+        if fa.shape != fb.shape or not np.array_equal(a[k].essential, b[k].essential):
+            return False
+        if len(fa) and bottleneck(fa, fb) > 2.0 ** -23 * float(np.abs(fa).max()):
+            return False
+    return True
+
+
 def same_diagrams(a, b) -> bool:
     return all(np.array_equal(a[k].finite, b[k].finite)
                and np.array_equal(a[k].essential, b[k].essential) for k in a.degrees)
@@ -189,6 +207,8 @@ def main() -> None:
     parser.add_argument("--archs", nargs="+", default=["vit", "resnet"])
     parser.add_argument("--jobs", type=int, default=None,
                         help="worker processes of new·N (default: the CPUs this process may use)")
+    parser.add_argument("--gudhi", action="store_true",
+                        help="also time new·N with GUDHI's Ripser port (backend='gudhi')")
     parser.add_argument("--cpu", action="store_true",
                         help="time process CPU seconds instead of wall seconds (one process "
                              "only: new·N is then not timed)")
@@ -204,11 +224,12 @@ def main() -> None:
           f"new·N with N={jobs} worker processes (started once in {time.perf_counter() - t0:.2f} "
           f"s, not included)")
     print(f"{'arch':8s} {'n':>5s} {'old s':>8s} {'new·1 s':>8s} {'new·N s':>8s} {'gemm s':>8s} "
-          f"{'old/new·1':>9s} {'old/new·N':>9s} {'new·1/gemm':>10s}  diagrams")
+          f"{'old/new·1':>9s} {'old/new·N':>9s} {'old/gudhi·N':>9s} {'new·1/gemm':>10s}  diagrams")
     for arch in args.archs:
         for n in args.sizes:
             clean, *perts = clouds(arch, n)
-            times = {"old": [], "new1": [], "newN": [], "gemm": []}
+            times = {"old": [], "new1": [], "newN": [], "gudhi": [], "gemm": []}
+            gspec = DistanceSpec(backend="gudhi") if args.gudhi else None
             for _ in range(args.reps):  # interleaved: the machine may be shared
                 t0 = clock()
                 old_dgms, old_rows = old_topolip(clean, perts, spec)
@@ -218,9 +239,13 @@ def main() -> None:
                 par_dgms, par_tables = (new_topolip(clean, perts, spec, n_jobs=jobs)
                                         if not args.cpu else (new_dgms, new_tables))
                 t3 = clock()
-                gemm_only(clean, perts)
+                g_dgms = (new_topolip(clean, perts, gspec, n_jobs=jobs)[0]
+                          if gspec is not None and not args.cpu else None)
                 t4 = clock()
-                for key, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+                gemm_only(clean, perts)
+                t5 = clock()
+                for key, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4),
+                                   strict=True):
                     times[key].append(dt)
             equal = all(same_diagrams(old_dgms[k], new_dgms[k])
                         and same_diagrams(old_dgms[k], par_dgms[k]) for k in clean)
@@ -229,10 +254,14 @@ def main() -> None:
                     for t in (table, par):
                         equal &= np.allclose(old_table[col], t[col], rtol=1e-12, atol=0,
                                              equal_nan=True)
-            o, w, p, g = (statistics.median(t) for t in times.values())
+            g_close = g_dgms is None or all(close_diagrams(old_dgms[k], g_dgms[k]) for k in clean)
+            o, w, p, gd, g = (statistics.median(t) for t in times.values())
             par_cols = (f"{p:8.3f}", f"{o / p:8.2f}x") if not args.cpu else ("       -", "       -")
+            gud_col = f"{o / gd:8.2f}x" if g_dgms is not None else "       -"
+            g_note = "" if g_dgms is None else f" (gudhi: {'close' if g_close else 'DIFFER'})"
             print(f"{arch:8s} {n:5d} {o:8.3f} {w:8.3f} {par_cols[0]} {g:8.4f} {o / w:8.2f}x "
-                  f"{par_cols[1]} {w / g:9.1f}x  {'equal' if equal else 'DIFFER'}", flush=True)
+                  f"{par_cols[1]} {gud_col} {w / g:9.1f}x  {'equal' if equal else 'DIFFER'}"
+                  f"{g_note}", flush=True)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ degrees = [0, 1]
 p = 1
 q = float("inf")
 n_perm = None
+persistence_backend = "ripser"  # or "gudhi" (GUDHI's Ripser port)
 n_image_resamples = 20
 scheduler = "local"     # models measured on: local (Dask LocalCluster), serial, or tcp://host:8786
 n_workers = None        # processes of the local cluster, 1 thread each (None: the cores)
@@ -69,7 +70,7 @@ show_parameters(params)
 tables = Path(results_dir) / "tables"
 models = read_table(tables / "models.csv")
 data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, root=data_root)
-spec = DistanceSpec(degrees=degrees, p=p, q=q)
+spec = DistanceSpec(degrees=degrees, p=p, q=q, backend=persistence_backend)
 
 
 with TaskRunner(scheduler, n_workers=n_workers) as runner:

@@ -39,6 +39,7 @@ degrees = [0, 1]
 p = 1
 q = float("inf")
 n_perm = None
+persistence_backend = "ripser"  # or "gudhi" (GUDHI's Ripser port)
 ood_sets = ["digits", "inverted_mnist", "photo_patches"]
 n_ood = 1000
 n_image_resamples = 20
@@ -65,7 +66,7 @@ tables = Path(results_dir) / "tables"
 models = read_table(tables / "models.csv")
 data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, root=data_root)
 ood = load_ood_batches(ood_sets, data, n=n_ood, seed=split_seed)
-spec = DistanceSpec(degrees=degrees, p=p, q=q)
+spec = DistanceSpec(degrees=degrees, p=p, q=q, backend=persistence_backend)
 
 
 with TaskRunner(scheduler, n_workers=n_workers) as runner:

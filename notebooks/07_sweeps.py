@@ -35,6 +35,7 @@ degrees = [0, 1]
 p = 1
 q = float("inf")
 n_perm = None
+persistence_backend = "ripser"  # or "gudhi" (GUDHI's Ripser port)
 batch_size = 128
 lr = 0.002
 weight_decay = 0.0001
@@ -80,7 +81,7 @@ show_parameters(params)
 # %% tags=["hide-input"]
 tables = Path(results_dir) / "tables"
 data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, root=data_root)
-spec = DistanceSpec(degrees=degrees, p=p, q=q)
+spec = DistanceSpec(degrees=degrees, p=p, q=q, backend=persistence_backend)
 config = TrainConfig(epochs=sweep_epochs, batch_size=batch_size, lr=lr,
                      weight_decay=weight_decay)
 _ = configure_threads(threads)

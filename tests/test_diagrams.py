@@ -316,3 +316,86 @@ def test_pair_distances_are_pdist_bit_for_bit(monkeypatch, m, d, block):
     j = i + rng.integers(1, m - i)
     monkeypatch.setattr(diagrams, "_PAIR_BLOCK_VALUES", block)
     assert np.array_equal(diagrams._pair_distances(X, i, j), squareform(pdist(X))[i, j])
+
+
+# --- the GUDHI backend -------------------------------------------------------------------------
+
+
+def _same(a, b):
+    return all(np.array_equal(a[k].finite, b[k].finite)
+               and np.array_equal(a[k].essential, b[k].essential) for k in a.degrees)
+
+
+@pytest.mark.parametrize("m", [3, 4, 6, 12, 40])
+def test_gudhi_backend_gives_the_same_diagrams_on_small_clouds(m):
+    """Both backends' values are snapped to the same exact distances: on clouds without two
+    distances inside one float32 rounding the diagrams are bit for bit equal, in every degree."""
+    rng = np.random.default_rng(m)
+    for trial in range(5):
+        X = rng.normal(size=(m, 7)) * 10.0 ** rng.uniform(-3, 3)
+        degrees = (0, 1, 2) if m <= 12 else (0, 1)
+        a = rips_diagrams(X, degrees)
+        b = rips_diagrams(X, degrees, backend="gudhi")
+        assert _same(a, b), (m, trial)
+    t = 2 * np.pi * np.arange(12) / 12
+    circle = rips_diagrams(np.c_[np.cos(t), np.sin(t)], backend="gudhi")
+    np.testing.assert_allclose(circle[1].finite, [[2 * np.sin(np.pi / 12), np.sqrt(3)]],
+                               rtol=1e-14)
+    # the 12 edges of the polygon are equal up to float64 rounding: ripser's float32 merges them
+    # and may keep another one of them than GUDHI's float64 does
+    ripser_circle = rips_diagrams(np.c_[np.cos(t), np.sin(t)])
+    np.testing.assert_allclose(circle[1].finite, ripser_circle[1].finite, rtol=1e-14)
+
+
+def test_gudhi_backend_is_float64_where_ripser_merges_distances():
+    """On 100-point clouds a death can differ: ripser's float32 cannot tell two distances apart
+    and its value is snapped to the nearer one; GUDHI computes in float64. Never by more than a
+    float32 rounding, and GUDHI's value is the exact diameter of a simplex (a pdist value)."""
+    from scipy.spatial.distance import pdist
+
+    from topolip.distances import bottleneck
+
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        X = rng.normal(size=(100, int(rng.integers(1, 50))))
+        a, b = rips_diagrams(X), rips_diagrams(X, backend="gudhi")
+        table = set(pdist(X).tolist()) | {0.0}
+        for k in (0, 1):
+            assert a[k].finite.shape == b[k].finite.shape
+            # points matched, not rows: births equal up to float32 rounding sort either way
+            assert bottleneck(a[k].finite, b[k].finite) <= 2 ** -23 * np.abs(a[k].finite).max()
+            assert set(b[k].finite.ravel().tolist()) <= table
+
+
+def test_gudhi_backend_in_worker_processes_and_through_the_spec():
+    from topolip.diagrams import rips_diagrams_many
+    from topolip.metric import DistanceSpec, layer_diagrams
+
+    rng = np.random.default_rng(3)
+    clouds = [rng.normal(size=(70, 5)) for _ in range(3)]
+    one = rips_diagrams_many(clouds, backend="gudhi", n_jobs=1)
+    two = rips_diagrams_many(clouds, backend="gudhi", n_jobs=2)
+    assert all(_same(x, y) for x, y in zip(one, two, strict=True))
+    spec = DistanceSpec(backend="gudhi")
+    assert spec.label == DistanceSpec().label  # the number is the same quantity
+    via_spec = layer_diagrams({f"l{i}": c for i, c in enumerate(clouds)}, spec, n_jobs=1)
+    assert all(_same(x, via_spec[f"l{i}"]) for i, x in enumerate(one))
+
+
+def test_unknown_or_missing_backend_is_named(monkeypatch):
+    import sys
+
+    from topolip.diagrams import rips_diagrams_many
+    from topolip.metric import DistanceSpec
+
+    X = np.random.default_rng(0).normal(size=(5, 2))
+    for bad in ("giotto", None, 1):
+        with pytest.raises(ValueError, match=r"backend: expected one of \['ripser', 'gudhi'\]"):
+            rips_diagrams(X, backend=bad)
+    with pytest.raises(ValueError, match="backend"):
+        rips_diagrams_many([X], backend="Ripser")
+    with pytest.raises(ValueError, match="backend"):
+        DistanceSpec(backend="ripser.py")
+    monkeypatch.setitem(sys.modules, "gudhi.sklearn.rips_persistence", None)
+    with pytest.raises(ImportError, match="pip install gudhi"):
+        rips_diagrams(X, backend="gudhi")

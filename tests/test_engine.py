@@ -161,7 +161,7 @@ def test_measure_model_tables_equal_the_former_path(small_trained, bench, monkey
     new = measure_model(model, x, y, perturbations, DistanceSpec(), **kwargs)
 
     def old_rips(clouds, degrees=(0, 1), n_perm=None, *, distances=None,  # noqa: ARG001
-                 n_jobs=None):  # noqa: ARG001
+                 n_jobs=None, backend="ripser"):  # noqa: ARG001
         return [bench.old_rips_diagrams(points, degrees) for points in clouds]
 
     def old_pairwise(points, name="points"):  # noqa: ARG001

@@ -157,7 +157,8 @@ def end_to_end_resamples(clean: Mapping[str, np.ndarray], other: Mapping[str, np
             jobs.append((other[label][idx_o], dist_o[label][np.ix_(idx_o, idx_o)]))
             where.append(("other", b, label))
     dgms = rips_diagrams_many([c for c, _ in jobs], spec.degrees,
-                              distances=[d for _, d in jobs], n_jobs=n_jobs)
+                              distances=[d for _, d in jobs], n_jobs=n_jobs,
+                              backend=spec.backend)
     moved = {}
     for (kind, b, label), dgm, (cloud, dist) in zip(where, dgms, jobs, strict=True):
         if kind == "clean":

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .diagrams import (
+    check_backend,
     check_degrees,
     check_points,
     pairwise_distances,
@@ -53,10 +54,17 @@ class EnvelopeViolation(RuntimeError):
 class DistanceSpec:
     """Which diagram distance a number is: degrees, Wasserstein order ``p``, ground metric ``l_q``.
 
+    ``backend`` names who computes the diagrams (:data:`topolip.diagrams.BACKENDS`); it is not
+    part of the :attr:`label`: both backends give the same diagrams up to float32 rounding
+    (:func:`topolip.diagrams.rips_diagrams`).
+
     Raises
     ------
     ValueError
-        If ``p < 1``, ``q`` is not 1, 2 or inf, or ``degrees`` is empty or holds a negative value.
+        If ``p < 1``, ``q`` is not 1, 2 or inf, ``degrees`` is empty or holds a negative value,
+        or ``backend`` is unknown.
+    ImportError
+        If ``backend="gudhi"`` and GUDHI is not installed.
 
     Examples
     --------
@@ -67,6 +75,7 @@ class DistanceSpec:
     degrees: tuple[int, ...] = (0, 1)
     p: float = 1.0
     q: float = math.inf
+    backend: str = "ripser"
 
     def __post_init__(self) -> None:
         degrees = self.degrees
@@ -75,6 +84,7 @@ class DistanceSpec:
         object.__setattr__(self, "degrees", tuple(int(k) for k in degrees))
         object.__setattr__(self, "p", check_order(self.p))
         object.__setattr__(self, "q", check_ground_metric(self.q))
+        object.__setattr__(self, "backend", check_backend(self.backend))
 
     @property
     def label(self) -> str:
@@ -152,6 +162,7 @@ def layer_diagrams(acts: Mapping[str, np.ndarray], spec: DistanceSpec = Distance
     labels = list(acts)
     dgms = rips_diagrams_many([_named(acts[label], f"activations at {label!r}")
                                for label in labels], degrees=spec.degrees, n_perm=n_perm,
+                              backend=spec.backend,
                               distances=[distances.get(label) for label in labels],
                               n_jobs=n_jobs)
     return dict(zip(labels, dgms, strict=True))
@@ -208,8 +219,10 @@ def topological_displacement(clean: np.ndarray, perturbed: np.ndarray,
     >>> round(topological_displacement(square, 2 * square), 5)
     3.62132
     """
-    a = rips_diagrams(check_points(clean, "clean"), degrees=spec.degrees, n_perm=n_perm)
-    b = rips_diagrams(check_points(perturbed, "perturbed"), degrees=spec.degrees, n_perm=n_perm)
+    a = rips_diagrams(check_points(clean, "clean"), degrees=spec.degrees, n_perm=n_perm,
+                      backend=spec.backend)
+    b = rips_diagrams(check_points(perturbed, "perturbed"), degrees=spec.degrees, n_perm=n_perm,
+                      backend=spec.backend)
     return _distance(a, b, spec)
 
 
@@ -291,6 +304,7 @@ def topolip_table(
              for label in labels}
     moved_dgms = dict(zip(labels, rips_diagrams_many(
         [moved[label] for label in labels], degrees=spec.degrees, n_perm=n_perm,
+        backend=spec.backend,
         distances=[perturbed_distances.get(label) for label in labels], n_jobs=n_jobs),
         strict=True))
     rows = []

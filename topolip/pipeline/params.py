@@ -595,6 +595,9 @@ SCHEMA: dict[str, Param] = {p.name: p for p in (
     _P("p", _Float(1.0, inf=True), "Wasserstein order (inf: bottleneck)"),
     _P("q", _OneOf(1, 2, math.inf), "ground metric l_q on the plane"),
     _P("n_perm", _Optional(_Int(2)), "greedy subsample size (null: all points)"),
+    _P("persistence_backend", _OneOf("ripser", "gudhi"),
+       "who computes the persistence diagrams: ripser (ripser.py, float32) or gudhi (GUDHI's "
+       "Ripser port, float64, faster); equal diagrams up to float32 rounding"),
     # robustness
     _P("n_robust", _Int(1), "test images of the accuracy curves (<= n_test)"),
     _P("attack_eps", _List(_EPS), "FGSM/PGD budgets, L-inf in pixels of [0, 1]"),
