@@ -80,15 +80,20 @@ def imported_modules(source: str, module: str, *, is_package: bool = False) -> s
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                prefix = ".".join(base + ([node.module] if node.module else []))
-            else:
-                prefix = node.module or ""
+            prefix = import_from_module(node, package)
             names.add(prefix)
             names.update(f"{prefix}.{alias.name}" for alias in node.names)
     return names
+
+
+def import_from_module(node: ast.ImportFrom, package: str) -> str:
+    """The absolute name of the module ``from X import ...`` reads, a relative ``X`` resolved
+    against ``package`` (the importing module's package)."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
 
 
 def _depends_on(names: set[str], targets: tuple[str, ...]) -> list[str]:

@@ -17,6 +17,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from test_layering import import_from_module
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "topolip"
@@ -68,12 +69,7 @@ def private_api_uses(source: str, module: str, *, is_package: bool = False) -> l
                 imported.add(alias.asname or alias.name.split(".")[0])
                 problems.append(_module_problem(alias.name, module))
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                prefix = ".".join(base + ([node.module] if node.module else []))
-            else:
-                prefix = node.module or ""
+            prefix = import_from_module(node, package)
             problems.append(_module_problem(prefix, module))
             for alias in node.names:
                 imported.add(alias.asname or alias.name)
