@@ -796,14 +796,15 @@ def rips_diagrams(points, degrees=(0, 1), n_perm: int | None = None, *,
     backend = check_backend(backend)
     job = _prepare(points, degrees, n_perm, distances)
     return _finish(job, None if job.matrix is None
-                   else _run_ripser(job.matrix, job.maxdim, backend))
+                   else _run_persistence(job.matrix, job.maxdim, backend))
 
 
 @dataclass
 class _RipsJob:
     """One cloud between :func:`_prepare` and :func:`_finish`: ``matrix`` (scaled for ripser's
-    float32, ``None`` for two points) is all that ripser needs, so only it crosses to a worker
-    process; the points stay here for the exact-distance snapping of :func:`_finish`."""
+    float32, ``None`` for two points) is all that the persistence backend needs, so only it
+    crosses to a worker process; the points stay here for the exact-distance snapping of
+    :func:`_finish`."""
 
     degs: tuple[int, ...]
     n_points: int
@@ -891,7 +892,7 @@ def check_backend(backend) -> str:
     return backend
 
 
-def _run_ripser(matrix: np.ndarray, maxdim: int, backend: str = "ripser") -> list[np.ndarray]:
+def _run_persistence(matrix: np.ndarray, maxdim: int, backend: str = "ripser") -> list[np.ndarray]:
     """Persistence of a prepared distance matrix in degrees ``0..maxdim`` (module level: it runs
     in worker processes): ripser.py, or GUDHI's Ripser port for ``backend="gudhi"``."""
     if backend == "gudhi":
@@ -1061,10 +1062,10 @@ def rips_diagrams_many(clouds: Sequence, degrees=(0, 1), n_perm: int | None = No
         from joblib import Parallel, delayed
 
         out = Parallel(n_jobs=workers, backend="loky")(
-            delayed(_run_ripser)(jobs[i].matrix, jobs[i].maxdim, backend) for i in big)
+            delayed(_run_persistence)(jobs[i].matrix, jobs[i].maxdim, backend) for i in big)
         for i, dgms in zip(big, out, strict=True):
             results[i] = dgms
     for i, job in enumerate(jobs):
         if results[i] is None and job.matrix is not None:
-            results[i] = _run_ripser(job.matrix, job.maxdim, backend)
+            results[i] = _run_persistence(job.matrix, job.maxdim, backend)
     return [_finish(job, dgms) for job, dgms in zip(jobs, results, strict=True)]
