@@ -29,12 +29,12 @@ n_train = 4000
 n_test = 1000
 split_seed = 0
 archs = ["vit", "resnet"]
-vit = {"patch_size": 7, "num_layers": 4, "num_heads": 4, "hidden_dim": 64, "mlp_dim": 128}
-resnet = {"width": 16, "blocks": [1, 1, 1, 1], "stem_kernel": 3}
-attention_stack = {"patch_size": 7, "num_layers": 4, "num_heads": 4, "hidden_dim": 64}
+vit = {"patch_size": 7, "num_layers": 4, "num_heads": 4, "hidden_dim": 48, "mlp_dim": 96}
+resnet = {"width": 8, "blocks": [1, 1, 1, 1], "stem_kernel": 3}
+attention_stack = {"patch_size": 7, "num_layers": 4, "num_heads": 4, "hidden_dim": 40}
 conv_stack = {"num_layers": 4, "channels": 32, "kernel_size": 3}
-seeds = [0, 1]
-epochs = 8
+seeds = [0, 1, 2, 3, 4]
+epochs = 12
 batch_size = 128
 lr = 0.002
 weight_decay = 0.0001
@@ -47,8 +47,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from topolip.claims import FAMILY_PAIRS
 from topolip.data import load_dataset
 from topolip.figures import plot_training_curves
+from topolip.models.capacity import MATCH_TOLERANCE, capacity_table, flops_per_image
 from topolip.pipeline import notebook_parameters, publish_figure, write_table
 from topolip.report import ARCH_LABELS, glue_number, show_parameters, show_table
 from topolip.tasks import TaskRunner, train_models
@@ -69,11 +71,12 @@ jobs = [(spec_for(arch, arch_params[arch], data),
         for arch in archs for seed in seeds]
 with TaskRunner(scheduler, n_workers=n_workers) as runner:
     trained = train_models(jobs, data, results_dir=results_dir, runner=runner)
+flops = {spec.arch: flops_per_image(spec.build(), data.image_shape) for spec, _ in jobs}
 rows, histories = [], []
 for (spec, config), result in zip(jobs, trained, strict=True):
     arch, seed = spec.arch, config.seed
     rows.append({"arch": arch, "seed": seed, "test_accuracy": result["test_accuracy"],
-                 "parameters": result["parameters"], "epochs": epochs,
+                 "parameters": result["parameters"], "flops": flops[arch], "epochs": epochs,
                  "train_seconds": round(sum(h["seconds"] for h in result["history"]), 1),
                  "threads": result["history"][-1].get("threads"),
                  "checkpoint": result["checkpoint"]})
@@ -83,6 +86,11 @@ models = pd.DataFrame(rows)
 history = pd.DataFrame(histories)
 _ = write_table(models, Path(results_dir) / "tables" / "models.csv", params)
 _ = write_table(history, Path(results_dir) / "tables" / "training.csv", params)
+capacity = capacity_table(models, FAMILY_PAIRS)
+unmatched = capacity[~capacity["matched"]]
+assert unmatched.empty, (
+    "the compared architectures must be matched in parameters within "
+    f"{MATCH_TOLERANCE:.0%}: {unmatched[['attention', 'convolution', 'parameter_ratio']].to_dict('records')}")
 
 # %% tags=["hide-input"]
 profile_note = f"{data.name}, {n_train} training images, device {device.type}"
@@ -103,6 +111,13 @@ glue_number("acc-best", acc["mean"].max(), "{:.3f}")
 glue_number("acc-worst-arch", ARCH_LABELS.get(worst, worst), "{}")
 glue_number("acc-worst", acc["mean"].min(), "{:.3f}")
 glue_number("acc-spread", acc["mean"].max() - acc["mean"].min(), "{:.3f}")
+glue_number("match-tolerance", 100 * MATCH_TOLERANCE, "{:.0f}%")
+for r in capacity.itertuples():
+    key = f"{r.attention}-{r.convolution}".replace("_", "-")
+    glue_number(f"params-ratio-{key}", r.parameter_ratio, "{:.2f}")
+    glue_number(f"flops-ratio-{key}", r.flop_ratio, "{:.2f}")
+    glue_number(f"params-{key}", f"{r.parameters_attention:,} against {r.parameters_convolution:,}",
+                "{}")
 _ = glue_number("train-seconds", models["train_seconds"].sum(), "{:.0f}")
 
 # %% [markdown]
@@ -123,16 +138,30 @@ _ = glue_number("train-seconds", models["train_seconds"].sum(), "{:.0f}")
 # seeds, {glue:text}`train-epochs` epochs each, {glue:text}`train-seconds` s of training in
 # all). Mean clean test accuracy over the seeds: ViT {glue:text}`acc-vit`, ResNet
 # {glue:text}`acc-resnet`, attention stack {glue:text}`acc-attention-stack`, convolution stack
-# {glue:text}`acc-conv-stack` (a dash: not trained in this run). The most accurate architecture
-# is the {glue:text}`acc-best-arch` ({glue:text}`acc-best`), the least accurate the
+# {glue:text}`acc-conv-stack`. The most accurate architecture is the
+# {glue:text}`acc-best-arch` ({glue:text}`acc-best`), the least accurate the
 # {glue:text}`acc-worst-arch` ({glue:text}`acc-worst`), a spread of {glue:text}`acc-spread`.
+#
+# **Matched in size.** An architecture comparison is only about attention and convolution if
+# the two sides have about the same capacity, so each compared pair is matched in parameters
+# within {glue:text}`match-tolerance` (this notebook stops otherwise): the ViT has
+# {glue:text}`params-vit-resnet` weights of the ResNet (ratio
+# {glue:text}`params-ratio-vit-resnet`), the attention stack
+# {glue:text}`params-attention-stack-conv-stack` of the convolution stack (ratio
+# {glue:text}`params-ratio-attention-stack-conv-stack`). Their cost per image is not matched:
+# a convolution reuses its weights at every pixel, so the ViT needs
+# {glue:text}`flops-ratio-vit-resnet` times the ResNet's floating-point operations per image
+# and the attention stack {glue:text}`flops-ratio-attention-stack-conv-stack` times the
+# convolution stack's (the table gives both per model; `topolip.models.capacity` counts them
+# with PyTorch's FLOP counter). The sweeps of {doc}`07_sweeps` show each family against its
+# size.
 #
 # The table lists every trained model.
 
 # %% tags=["remove-input"]
 show_table(models, columns={"arch": "architecture", "seed": "seed",
                             "test_accuracy": "clean test accuracy", "parameters": "weights",
-                            "epochs": "epochs", "train_seconds": "training time (s)",
+                            "flops": "FLOPs per image", "epochs": "epochs", "train_seconds": "training time (s)",
                             "threads": "torch threads"},
            caption="Trained models: clean test accuracy on the held-out test images, and the "
                    "torch CPU threads each was trained with (they change the weights at float32 "

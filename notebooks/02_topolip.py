@@ -21,14 +21,19 @@
 # (our formalization, {doc}`../method`). The model-level measure is the end-to-end scale-free
 # ratio $\Delta^{\mathrm{sf}}_L/\Delta^{\mathrm{sf}}_0$.
 #
-# Three additions make the numbers usable as evidence:
-# the **noise floor** of each layer, the displacement between the clean batch and a disjoint
-# clean batch of the same size (a perturbation's displacement below it means nothing, and a
-# ratio whose denominator is below it is flagged); **image resamples**, the model-level measure
-# and the accuracy drop recomputed on bootstrap resamples of the images, which give the image
-# level of the intervals in the verdicts chapter; and the **baseline measures** of the measure
-# study (Euclidean displacement ratios, a paired topological divergence, CKA, Lipschitz
-# products, margins), computed on the same clouds. Every layer is also checked against the
+# Two additions make the numbers usable as evidence. The **noise floor** of each layer is the
+# displacement between the clean batch and a disjoint clean batch of the same size: how much
+# the diagram changes when other images are drawn. A perturbation's displacement compares the
+# *same* images before and after, so it is not limited by that sampling difference and can be
+# reproducible below the floor; what a displacement within the floor says is that the
+# perturbation changes the shape of the batch less than redrawing the images does, and a ratio
+# that divides by such a number is dominated by the smallest bars of the diagrams. We flag those
+# ratios, and the verdicts chapter leaves the models whose *input* displacement lies within the
+# floor out of its TopoLip comparisons (and says how many). The **baseline measures** of the
+# measure study (Euclidean displacement ratios, a paired topological divergence, CKA, Lipschitz
+# products, margins) are computed on the same clouds. The trained model is the unit of every
+# comparison: one value per model and perturbation, on its seed's own images, so a seed's
+# value already carries the variance of its images and no image resampling is added. Every layer is also checked against the
 # certified envelope $W_{\infty,\infty} \le 2\varepsilon_\ell$; a violation stops the notebook.
 
 # %% tags=["parameters"]
@@ -48,7 +53,6 @@ p = 1
 q = float("inf")
 n_perm = None
 persistence_backend = "ripser"  # or "gudhi" (GUDHI's Ripser port)
-n_image_resamples = 20
 scheduler = "local"     # models measured on: local (Dask LocalCluster), serial, or tcp://host:8786
 n_workers = None        # processes of the local cluster, 1 thread each (None: the cores)
 
@@ -74,13 +78,11 @@ spec = DistanceSpec(degrees=degrees, p=p, q=q, backend=persistence_backend)
 
 
 with TaskRunner(scheduler, n_workers=n_workers) as runner:
-    table, summary, resample = map_models(
+    table, summary = map_models(
         models, measure_trained, runner=runner, data=data, perturbations=topolip_strengths,
-        spec=spec, n_points=n_points, n_robust=n_robust, n_resamples=n_image_resamples,
-        n_perm=n_perm, pgd_steps=pgd_steps)
+        spec=spec, n_points=n_points, n_robust=n_robust, n_perm=n_perm, pgd_steps=pgd_steps)
 _ = write_table(table, tables / "topolip.csv", params)
 _ = write_table(summary, tables / "topolip_summary.csv", params)
-_ = write_table(resample, tables / "resamples.csv", params)
 
 # %% tags=["remove-input"]
 table = read_table(tables / "topolip.csv")
@@ -105,7 +107,6 @@ above = table[(table["depth"] > 0) & ~table["within_noise_floor"]]
 glue_number("tl-share-layers-above", 100 * len(above) / max(len(ratios), 1), "{:.0f}%")
 env = (table["bottleneck"] / table["envelope"]).max()
 glue_number("tl-envelope-max", env, "{:.2f}")
-glue_number("tl-n-resamples", n_image_resamples, "{}")
 glue_number("tl-n-points", n_points, "{}")
 _ = glue_number("tl-n-robust", max(n_robust, n_points), "{}")
 
@@ -137,8 +138,7 @@ _ = glue_number("tl-n-robust", max(n_robust, n_points), "{}")
 # The per-model summary (one row per model and perturbation kind) is in
 # `tables/topolip_summary.csv`; the model-level comparisons are drawn in {doc}`03_compare` and
 # decided, with intervals, in {doc}`08_verdict`. The accuracy drop in that table is measured on
-# {glue:text}`tl-n-robust` images per seed, TopoLip on the first {glue:text}`tl-n-points`; each
-# was recomputed on {glue:text}`tl-n-resamples` bootstrap resamples of the images.
+# {glue:text}`tl-n-robust` images per seed, TopoLip on the first {glue:text}`tl-n-points`.
 
 # %% tags=["remove-input"]
 flag_share = (table[table["depth"] > 0].assign(flagged=lambda t: t["flag"] != "")
@@ -151,7 +151,5 @@ show_table(flag_share.reset_index(names="architecture"), digits=2,
 
 # %% [markdown]
 # **Caveats.** The noise floor is one pair of clean batches per seed; it is itself a noisy
-# number. A bootstrap resample of the images keeps about 63% distinct images (a Rips diagram
-# ignores repeated points), so the resampled TopoLip is that of a smaller cloud: we use the
-# resamples for their spread, never for their level. The baselines are computed here but judged
+# number. The baselines are computed here but judged
 # in {doc}`09_measures`.

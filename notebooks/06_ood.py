@@ -20,8 +20,10 @@
 # the data sets. Narrowing maps OOD data onto in-distribution-like features, which is not
 # obviously a virtue, so we also measure what the models *do* on OOD data: their max-softmax
 # confidence and how well it separates test from OOD images (AUROC;
-# {cite:t}`hendrycks2017baseline`). Both are recomputed on bootstrap resamples of the images
-# for the intervals of {doc}`08_verdict`.
+# {cite:t}`hendrycks2017baseline`). The TopoLip of a model is taken on its seed's own images, so
+# the trained model is the unit; the AUROC is taken on the whole test set and the same OOD
+# images for every seed, so its image variance is not in the seeds' spread: it alone is
+# recomputed on bootstrap resamples of the images (no diagram is computed on a resample).
 #
 # The OOD sets need no network: scikit-learn's 8×8 digits resized to full frame (a near
 # shift), colour-inverted MNIST digits, and crops of scikit-learn's two sample photographs (a
@@ -70,14 +72,14 @@ spec = DistanceSpec(degrees=degrees, p=p, q=q, backend=persistence_backend)
 
 
 with TaskRunner(scheduler, n_workers=n_workers) as runner:
-    topo, behaviour, resample = map_models(
+    topo, behaviour, auroc_resamples = map_models(
         models, measure_ood_trained, runner=runner, data=data, ood=ood, spec=spec,
         n_points=n_points, n_perm=n_perm, n_resamples=n_image_resamples)
 _ = write_table(topo, tables / "ood_topolip.csv", params)
 _ = write_table(model_summaries(topo, by=("arch", "seed", "ood_set")),
                 tables / "ood_topolip_summary.csv", params)
 _ = write_table(behaviour, tables / "ood_behaviour.csv", params)
-_ = write_table(resample, tables / "ood_resamples.csv", params)
+_ = write_table(auroc_resamples, tables / "ood_resamples.csv", params)
 
 # %% tags=["remove-input"]
 summary = read_table(tables / "ood_topolip_summary.csv")

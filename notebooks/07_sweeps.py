@@ -63,14 +63,16 @@ sweeps = {
 # %% tags=["remove-input"]
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from topolip.data import load_dataset
 from topolip.experiments import seed_batch
-from topolip.figures import plot_sweep
+from topolip.figures import plot_size_sweep, plot_sweep
 from topolip.metric import DistanceSpec
 from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters
+from topolip.stats import kendall_tau
 from topolip.sweeps import run_sweeps
 from topolip.tasks import TaskRunner
 from topolip.train import TrainConfig, configure_threads
@@ -122,9 +124,18 @@ glue_number("sw-epochs", sweep_epochs, "{}")
 span = shown.groupby("arch")["end_to_end_scale_free"].agg(lambda v: v.max() / v.min())
 glue_number("sw-max-span-arch", ARCH_LABELS.get(span.idxmax(), span.idxmax()), "{}")
 glue_number("sw-max-span", float(span.max()), "{:.1f}")
-family = shown.groupby("arch")["end_to_end_scale_free"].agg(["min", "max"])
-_ = glue_number("sw-ranges", "; ".join(f"{ARCH_LABELS.get(a, a)} {r['min']:.2f}–{r['max']:.2f}"
+family = shown.groupby("arch")["end_to_end_scale_free"].agg(["min", "max", "median"])
+glue_number("sw-ranges", "; ".join(f"{ARCH_LABELS.get(a, a)} {r['min']:.2f}–{r['max']:.2f}"
                                    for a, r in family.iterrows()), "{}")
+glue_number("sw-median-span", float(family["median"].max() / family["median"].min()), "{:.1f}")
+_ = publish_figure(plot_size_sweep(table), "fig-sweep-size", results_dir=results_dir,
+                   notebook="07_sweeps", tables=("sweeps.csv",), params=params, seeds=sweep_seeds)
+size = shown.groupby(["arch", "parameters"])[["end_to_end_scale_free", "accuracy_drop"]].mean()
+size_tau = {arch: kendall_tau(np.log(part.index.get_level_values("parameters")),
+                              part["end_to_end_scale_free"])
+            for arch, part in size.groupby(level=0) if len(part) >= 3}
+_ = glue_number("sw-size-tau", "; ".join(f"{ARCH_LABELS.get(a, a)} {v:+.2f}"
+                                         for a, v in size_tau.items()) or "none", "{}")
 
 # %% [markdown]
 # ## The sweeps
@@ -143,8 +154,23 @@ _ = glue_number("sw-ranges", "; ".join(f"{ARCH_LABELS.get(a, a)} {r['min']:.2f}�
 # epochs each. Under {glue:text}`sw-kind`, the end-to-end scale-free TopoLip along each swept
 # parameter, from its smallest to its largest value: {glue:text}`sw-trends`. Within one family
 # the ratio spans up to a factor {glue:text}`sw-max-span` ({glue:text}`sw-max-span-arch`);
-# the families' ranges are {glue:text}`sw-ranges`. Where a family's range overlaps
-# another's, the architecture alone does not fix the smoothness: size and shape matter as much.
+# the families' ranges are {glue:text}`sw-ranges`, and their medians differ by up to a factor
+# {glue:text}`sw-median-span`. These are one short training run per point, so they describe
+# the spread, not a test.
+#
+# ```{glue:figure} fig-sweep-size
+# :name: fig-sweep-size
+# :alt: Two panels against the number of weights on a log axis: the end-to-end scale-free TopoLip and the accuracy drop of every sweep model, one colour and marker per architecture.
+#
+# Every sweep model against its number of weights: end-to-end scale-free TopoLip (left, log
+# axis) and accuracy drop (right), under the first kind of `sweep_perturbations`; one point
+# per model (mean over `sweep_seeds`). {glue:md}`fig-sweep-size-provenance`
+# ```
+#
+# {numref}`fig-sweep-size` separates architecture from size: read along a colour, a family's
+# TopoLip and robustness as it grows; read across colours at one size, the families compared at
+# equal capacity. Kendall's $\tau$ between log weights and TopoLip within each family (sweep
+# points only, descriptive): {glue:text}`sw-size-tau`.
 #
 # ```{glue:figure} fig-sweep-resnet
 # :name: fig-sweep-resnet

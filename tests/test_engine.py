@@ -22,7 +22,7 @@ import topolip.metric as mt
 from topolip import baselines
 from topolip.data import load_mnist
 from topolip.diagrams import default_jobs, pairwise_distances, rips_diagrams, rips_diagrams_many
-from topolip.experiments import end_to_end_resamples, measure_model
+from topolip.experiments import measure_model
 from topolip.metric import DistanceSpec, median_pairwise_distance
 from topolip.models import collect_activations, forward_probes
 from topolip.train import ModelSpec, TrainConfig, fit
@@ -129,19 +129,6 @@ def test_baselines_from_matrices_equal_the_baselines():
         assert got > 0
 
 
-def test_end_to_end_resamples_with_matrices_equal_without():
-    rng = np.random.default_rng(5)
-    clean = {"input": rng.normal(size=(30, 8)), "mid": rng.normal(size=(30, 4)),
-             "out": rng.normal(size=(30, 5))}
-    other = {k: v + 0.2 * rng.normal(size=v.shape) for k, v in clean.items()}
-    a = end_to_end_resamples(clean, other, n_resamples=4, seed=1)
-    b = end_to_end_resamples(clean, other, n_resamples=4, seed=1,
-                             clean_distances={k: pairwise_distances(v) for k, v in clean.items()},
-                             other_distances={k: pairwise_distances(v) for k, v in other.items()})
-    pd.testing.assert_frame_equal(a, b)
-    assert a["end_to_end"].notna().all()
-
-
 @pytest.fixture(scope="module")
 def small_trained():
     data = load_mnist(n_train=300, n_test=60, seed=0)
@@ -155,7 +142,7 @@ def test_measure_model_tables_equal_the_former_path(small_trained, bench, monkey
     """Before/after: the former path (pdist everywhere, the baselines on point clouds)."""
     model, data = small_trained
     x, y = data.x_test[:30], data.y_test[:30]
-    kwargs = dict(n_points=30, x_floor=data.x_test[30:60], n_resamples=3, seed=0,
+    kwargs = dict(n_points=30, x_floor=data.x_test[30:60], seed=0,
                   estimate_samples=2, estimate_n_iter=2)
     perturbations = {"fgsm": 0.05, "gaussian_noise": 2}
     new = measure_model(model, x, y, perturbations, DistanceSpec(), **kwargs)
@@ -167,8 +154,8 @@ def test_measure_model_tables_equal_the_former_path(small_trained, bench, monkey
     def old_pairwise(points, name="points"):  # noqa: ARG001
         return squareform(pdist(np.asarray(points, dtype=np.float64)))
 
+    monkeypatch.setattr(mt, "rips_diagrams_many", old_rips)
     for module in (mt, ex):
-        monkeypatch.setattr(module, "rips_diagrams_many", old_rips)
         monkeypatch.setattr(module, "pairwise_distances", old_pairwise)
     ratio, rtd = baselines.displacement_ratio, baselines.rtd_lite
     monkeypatch.setattr(baselines, "displacement_ratio", lambda c, p, reduce, scales:  # noqa: ARG005
@@ -176,11 +163,10 @@ def test_measure_model_tables_equal_the_former_path(small_trained, bench, monkey
     monkeypatch.setattr(baselines, "rtd_lite", lambda a, b, scale, name, distances:  # noqa: ARG005
                         rtd(a, b, scale=scale, name=name))
     old = measure_model(model, x, y, perturbations, DistanceSpec(), **kwargs)
-    for name in ("layers", "summary", "resamples"):
+    for name in ("layers", "summary"):
         pd.testing.assert_frame_equal(getattr(new, name), getattr(old, name), rtol=1e-9)
     assert list(new.summary["perturbation"]) == ["fgsm", "gaussian_noise"]
     assert len(new.layers) == 2 * 4 and new.summary["rtd_lite_ratio"].notna().all()
-    assert len(new.resamples) == 2 * 3 * 3
 
 
 def test_rips_diagrams_many_in_worker_processes_equal_one_by_one():
@@ -233,22 +219,3 @@ def test_forward_probes_is_collect_activations_and_the_logits_in_one_pass(small_
     assert (logits.argmax(1) == expect.argmax(1)).all()
     with pytest.raises(ValueError, match="n_probe"):
         forward_probes(model, x, n_probe=51)
-
-
-def test_end_to_end_resamples_share_the_clean_resamples():
-    rng = np.random.default_rng(6)
-    clean = {"input": rng.normal(size=(40, 6)), "out": rng.normal(size=(40, 3))}
-    others = [{k: v + s * rng.normal(size=v.shape) for k, v in clean.items()}
-              for s in (0.1, 0.3)]
-    cache: dict = {}
-    shared = [end_to_end_resamples(clean, o, n_resamples=5, seed=2, clean_cache=cache)
-              for o in others]
-    assert len(cache) == 5 * 2
-    for o, got in zip(others, shared, strict=True):
-        pd.testing.assert_frame_equal(got, end_to_end_resamples(clean, o, n_resamples=5, seed=2))
-    # unpaired sets of different sizes draw different clean indices: the cache keeps them apart
-    small = {k: v[:25] for k, v in others[0].items()}
-    got = end_to_end_resamples(clean, small, n_resamples=5, seed=2, paired=False,
-                               clean_cache=cache)
-    pd.testing.assert_frame_equal(got, end_to_end_resamples(clean, small, n_resamples=5,
-                                                            seed=2, paired=False))

@@ -2,9 +2,8 @@
 
 These are the loops the notebooks run for every model and seed; they live here so that a
 notebook holds parameters, narrative and plots only. :func:`measure_model` is the full
-measurement of one model (per-layer TopoLip, its noise floor, image resamples for the
-intervals, the accuracy each perturbation costs, and the baseline measures of the measure
-study); :func:`measure_topolip` its per-layer part.
+measurement of one model (per-layer TopoLip, its noise floor, the accuracy each perturbation
+costs, and the baseline measures of the measure study); :func:`measure_topolip` its per-layer part.
 """
 
 from __future__ import annotations
@@ -20,13 +19,13 @@ from torch import nn
 
 from . import baselines
 from .attacks import PERTURBATIONS, check_strength, perturb_at
-from .diagrams import pairwise_distances, rips_diagrams_many
+from .diagrams import pairwise_distances
 from .distances import diagram_distance
 from .metric import DistanceSpec, layer_diagrams, median_pairwise_distance, summarize, topolip_table
 from .models import collect_activations, forward_probes
 
 __all__ = [
-    "ModelMeasurement", "end_to_end_resamples", "measure_bounds", "measure_bounds_trained",
+    "ModelMeasurement", "measure_bounds", "measure_bounds_trained",
     "measure_model", "measure_topolip", "measure_trained", "model_summaries", "seed_batch",
 ]
 
@@ -77,131 +76,26 @@ def seed_batch(x: torch.Tensor, y: torch.Tensor, n: int, seed: int, *,
     return x[idx], y[idx]
 
 
-def end_to_end_resamples(clean: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray],
-                         spec: DistanceSpec = DistanceSpec(), *, n_resamples: int = 20,
-                         seed: int = 0, paired: bool = True,
-                         clean_distances: Mapping[str, np.ndarray] | None = None,
-                         other_distances: Mapping[str, np.ndarray] | None = None,
-                         clean_cache: dict | None = None,
-                         n_jobs: int | None = None) -> pd.DataFrame:
-    r"""Model TopoLip ``Δ_L/Δ_0`` (raw and scale-free) on bootstrap resamples of the images.
-
-    Parameters
-    ----------
-    clean, other : mapping of str to ndarray of shape (m, d_ℓ)
-        Activations per probe point, input first and last probe last; ``other`` is the
-        perturbed batch (``paired``: row ``i`` perturbs row ``i``) or another data set.
-    spec : DistanceSpec
-        Degrees, ``p`` and ``q``.
-    n_resamples : int, default=20
-        Bootstrap resamples ``B``.
-    seed : int, default=0
-        Seed of the resampled indices: the same seed gives the same images for every model,
-        which makes the comparisons of models paired.
-    paired : bool, default=True
-        Resample ``other`` with the same indices as ``clean`` (else with its own draw).
-    clean_distances, other_distances : mapping of str to ndarray of shape (m, m), optional
-        Distance matrices of the full clouds (:func:`topolip.diagrams.pairwise_distances`) at
-        least at the input and the last probe point; each resample takes its sub-matrix
-        instead of computing distances again. Computed once here when omitted.
-    clean_cache : dict, optional
-        A dict this function fills with the clean resamples' diagrams and scales, keyed by
-        probe label and the resampled indices; pass the same dict to every call with the same
-        ``clean`` clouds and ``spec`` (e.g. one per perturbation, with the same ``seed``) and
-        each clean resample is computed once.
-    n_jobs : int, optional
-        Worker processes for ripser (:func:`topolip.diagrams.rips_diagrams_many`); the result
-        does not depend on it.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per resample: ``resample``, ``n_distinct`` (distinct images drawn),
-        ``end_to_end``, ``end_to_end_scale_free``.
-
-    Notes
-    -----
-    A bootstrap resample draws ``m`` images with replacement. Rips diagrams ignore repeated
-    points (a duplicate adds only a zero-length bar, which ripser drops), so each resample's
-    diagrams are computed on its distinct images, about ``0.63 m`` of them. Only the input and
-    the last probe point are needed for ``Δ_L/Δ_0``.
-    """
-    if not (isinstance(n_resamples, int) and n_resamples >= 1):
-        raise ValueError(f"n_resamples must be a positive int, got {n_resamples!r}")
-    labels = list(clean)
-    if list(other) != labels or len(labels) < 2:
-        raise ValueError(f"clean and other must share >= 2 probe labels, got {labels} and "
-                         f"{list(other)}")
-    first, last = labels[0], labels[-1]
-    m, m_other = len(clean[first]), len(other[first])
-    if paired and m != m_other:
-        raise ValueError(f"paired batches differ in size: {m} and {m_other}")
-    dist_c = {label: (clean_distances[label] if clean_distances and label in clean_distances
-                      else pairwise_distances(clean[label])) for label in (first, last)}
-    dist_o = {label: (other_distances[label] if other_distances and label in other_distances
-                      else pairwise_distances(other[label])) for label in (first, last)}
-    rng = np.random.default_rng(seed)
-    draws = []
-    for _ in range(n_resamples):
-        idx = np.unique(rng.integers(0, m, m))
-        draws.append((idx, idx if paired else np.unique(rng.integers(0, m_other, m_other))))
-    cache = {} if clean_cache is None else clean_cache
-    # Every diagram the resamples need, computed in one parallel batch; the clean ones only if
-    # an earlier call with the same clean clouds has not already.
-    jobs, where = [], []
-    for b, (idx, idx_o) in enumerate(draws):
-        for label in (first, last):
-            if (label, idx.tobytes()) not in cache:
-                jobs.append((clean[label][idx], dist_c[label][np.ix_(idx, idx)]))
-                where.append(("clean", b, label))
-            jobs.append((other[label][idx_o], dist_o[label][np.ix_(idx_o, idx_o)]))
-            where.append(("other", b, label))
-    dgms = rips_diagrams_many([c for c, _ in jobs], spec.degrees,
-                              distances=[d for _, d in jobs], n_jobs=n_jobs,
-                              backend=spec.backend)
-    moved = {}
-    for (kind, b, label), dgm, (cloud, dist) in zip(where, dgms, jobs, strict=True):
-        if kind == "clean":
-            cache[(label, draws[b][0].tobytes())] = (
-                dgm, median_pairwise_distance(cloud, distances=dist))
-        else:
-            moved[(b, label)] = dgm
-    rows = []
-    for b, (idx, _) in enumerate(draws):
-        deltas, scaled = [], []
-        for label in (first, last):
-            dgm_c, scale = cache[(label, idx.tobytes())]
-            d = float(diagram_distance(dgm_c, moved[(b, label)], p=spec.p, q=spec.q,
-                                       degrees=spec.degrees))
-            deltas.append(d)
-            scaled.append(d / scale)
-        rows.append({"resample": b, "n_distinct": len(idx),
-                     "end_to_end": deltas[1] / deltas[0] if deltas[0] > 0 else math.nan,
-                     "end_to_end_scale_free": scaled[1] / scaled[0] if scaled[0] > 0
-                     else math.nan})
-    return pd.DataFrame(rows)
-
-
 @dataclass(frozen=True)
 class ModelMeasurement:
     """Everything :func:`measure_model` measures on one model.
 
     ``layers``: per-layer rows of :func:`topolip.metric.topolip_table` for every perturbation
     (with the noise floor columns); ``summary``: one row per perturbation (model TopoLip,
-    accuracy, baselines); ``resamples``: one row per perturbation, measure and image resample
-    (the intervals' image level)."""
+    accuracy, baselines). The trained model is the unit of the comparisons: no image
+    resamples are taken (a seed's value already holds the variance of its images)."""
 
     layers: pd.DataFrame
     summary: pd.DataFrame
-    resamples: pd.DataFrame
 
 
 def _noise_floor(clean: Mapping[str, np.ndarray], floor: Mapping[str, np.ndarray],
-                 spec: DistanceSpec, clean_dgms: Mapping, *,
+                 spec: DistanceSpec, clean_dgms: Mapping, *, n_perm: int | None = None,
                  n_jobs: int | None = None) -> dict[str, float]:
-    """Δ_ℓ between the clean batch and a disjoint clean batch of the same size, per layer."""
+    """Δ_ℓ between the clean batch and a disjoint clean batch of the same size, per layer
+    (both diagrams with the same ``n_perm`` subsampling)."""
     labels = list(clean)
-    floor_dgms = layer_diagrams({label: floor[label] for label in labels}, spec,
+    floor_dgms = layer_diagrams({label: floor[label] for label in labels}, spec, n_perm=n_perm,
                                 distances={label: pairwise_distances(floor[label])
                                            for label in labels}, n_jobs=n_jobs)
     return {label: float(diagram_distance(clean_dgms[label], floor_dgms[label], p=spec.p,
@@ -218,7 +112,6 @@ def measure_model(
     *,
     n_points: int | None = None,
     x_floor: torch.Tensor | None = None,
-    n_resamples: int = 0,
     seed: int = 0,
     n_perm: int | None = None,
     baseline_measures: bool = True,
@@ -252,11 +145,9 @@ def measure_model(
         A clean batch disjoint from ``x[:n_points]``: its displacement from the clean batch at
         each layer is the noise floor (columns ``noise_floor*``, ``within_noise_floor``,
         ``flag``); without it those columns are NaN / empty.
-    n_resamples : int, default=0
-        Image bootstrap resamples for the intervals (0: none).
     seed : int, default=0
-        Seed of the random perturbations and of the resampled indices (pass the training seed:
-        models of the same seed then see the same images and the same resamples).
+        Seed of the random perturbations (pass the training seed: the models of one seed then
+        see the same images and the same random perturbations).
     n_perm : int, optional
         Greedy-permutation subsample size for the diagrams.
     baseline_measures : bool, default=True
@@ -288,8 +179,6 @@ def measure_model(
         ``displacement_ratio_mean``, ``rtd_lite_ratio`` (last probe over input),
         ``cka_distance`` (last probe), and the model-level ``log10_lipschitz_estimate_product``,
         ``log10_spectral_norm_product``, ``logit_margin``, ``parameters``.
-        ``resamples``: ``group`` (the perturbation), ``measure`` (``end_to_end``,
-        ``end_to_end_scale_free``, ``accuracy_drop``), ``resample``, ``value``.
 
     Raises
     ------
@@ -314,15 +203,14 @@ def measure_model(
     correct_clean = logits.argmax(1) == labels
     classes = num_classes or logits.shape[1]
     acc_clean = float(correct_clean.mean())
-    # One distance matrix per cloud, shared by the diagrams, the scales, the baselines and the
-    # resamples' sub-matrices.
+    # One distance matrix per cloud, shared by the diagrams, the scales and the baselines.
     clean_d = {label: pairwise_distances(a, f"clean activations at {label!r}")
                for label, a in clean.items()}
     clean_dgms = layer_diagrams(clean, spec, n_perm=n_perm, distances=clean_d, n_jobs=n_jobs)
     scales = {label: median_pairwise_distance(a, distances=clean_d[label])
               for label, a in clean.items()}
     floor = (_noise_floor(clean, collect_activations(model, x_floor), spec, clean_dgms,
-                          n_jobs=n_jobs)
+                          n_perm=n_perm, n_jobs=n_jobs)
              if x_floor is not None else None)
     model_level = {}
     if baseline_measures:
@@ -333,9 +221,7 @@ def measure_model(
             "logit_margin": baselines.margin_from_logits(logits, labels),
             "parameters": int(sum(p.numel() for p in model.parameters())),
         }
-    rng = np.random.default_rng(seed)
-    resample_cache: dict = {}  # the clean resamples' diagrams, shared by every perturbation
-    layers, summary, resamples = [], [], []
+    layers, summary = [], []
     for kind, strength in perturbations.items():
         x_t = perturb_at(kind, model, x, y, strength, seed=seed, pgd_steps=pgd_steps)
         pert, logits_t = forward_probes(model, x_t, n_probe=n_points)
@@ -385,28 +271,13 @@ def measure_model(
                 **model_level)
         summary.append(row)
         layers.append(table)
-        if n_resamples:
-            e2e = end_to_end_resamples(clean, pert, spec, n_resamples=n_resamples, seed=seed,
-                                       clean_distances=clean_d, other_distances=pert_d,
-                                       clean_cache=resample_cache, n_jobs=n_jobs)
-            for measure in ("end_to_end", "end_to_end_scale_free"):
-                resamples.append(pd.DataFrame({"group": kind, "measure": measure,
-                                               "resample": e2e["resample"],
-                                               "value": e2e[measure]}))
-            idx = rng.integers(0, n, size=(n_resamples, n))
-            diff = correct_clean.astype(float)[idx].mean(1) - correct_t.astype(float)[idx].mean(1)
-            resamples.append(pd.DataFrame({"group": kind, "measure": "accuracy_drop",
-                                           "resample": np.arange(n_resamples), "value": diff}))
-    cols = ["group", "measure", "resample", "value"]
-    return ModelMeasurement(
-        pd.concat(layers, ignore_index=True), pd.DataFrame(summary),
-        pd.concat(resamples, ignore_index=True) if resamples else pd.DataFrame(columns=cols))
+    return ModelMeasurement(pd.concat(layers, ignore_index=True), pd.DataFrame(summary))
 
 
 def measure_trained(model: nn.Module, row: Mapping, *, data, perturbations: Mapping[str, float],
                     spec: DistanceSpec = DistanceSpec(), n_points: int, n_robust: int,
-                    n_resamples: int = 0, n_perm: int | None = None, pgd_steps: int = 10
-                    ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+                    n_perm: int | None = None, pgd_steps: int = 10
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`measure_model` of one trained model of ``models.csv`` on its seed's images.
 
     The per-model task of ``02_topolip`` (:func:`topolip.tasks.map_models` calls it): the
@@ -428,17 +299,15 @@ def measure_trained(model: nn.Module, row: Mapping, *, data, perturbations: Mapp
         Degrees, ``p`` and ``q``.
     n_points, n_robust : int
         Images per point cloud; images of the accuracy drop (at least ``n_points``).
-    n_resamples : int, default=0
-        Image bootstrap resamples.
     n_perm : int, optional
-        Greedy-permutation subsample size.
+        Greedy-permutation subsample size (of every cloud, the noise floor's included).
     pgd_steps : int, default=10
         Steps of PGD.
 
     Returns
     -------
-    (pandas.DataFrame, pandas.DataFrame, pandas.DataFrame)
-        ``layers``, ``summary`` and ``resamples`` of :class:`ModelMeasurement`.
+    (pandas.DataFrame, pandas.DataFrame)
+        ``layers`` and ``summary`` of :class:`ModelMeasurement`.
 
     Raises
     ------
@@ -449,9 +318,9 @@ def measure_trained(model: nn.Module, row: Mapping, *, data, perturbations: Mapp
     x, y = seed_batch(data.x_test, data.y_test, max(n_robust, n_points), seed)
     x_floor, _ = seed_batch(data.x_test, data.y_test, n_points, seed, offset=n_points)
     m = measure_model(model, x, y, perturbations, spec, n_points=n_points, x_floor=x_floor,
-                      n_resamples=n_resamples, seed=seed, n_perm=n_perm, pgd_steps=pgd_steps,
+                      seed=seed, n_perm=n_perm, pgd_steps=pgd_steps,
                       num_classes=int(data.y_test.max()) + 1)
-    return m.layers, m.summary, m.resamples
+    return m.layers, m.summary
 
 
 def measure_topolip(
@@ -466,7 +335,7 @@ def measure_topolip(
 ) -> pd.DataFrame:
     """Per-layer TopoLip of ``model`` for each perturbation of the clean batch ``x``.
 
-    The per-layer part of :func:`measure_model` (no noise floor, resamples or baselines).
+    The per-layer part of :func:`measure_model` (no noise floor or baselines).
 
     Parameters
     ----------

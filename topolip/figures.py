@@ -25,7 +25,8 @@ from .report import ARCH_COLORS, ARCH_DASHES, ARCH_LABELS, ARCH_MARKERS
 __all__ = [
     "FIG_WIDTH", "STYLE", "plot_accuracy_curves", "plot_attention_scaling",
     "plot_bounds_vs_measured", "plot_conv_scaling", "plot_end_to_end", "plot_measure_study",
-    "plot_noise_floor", "plot_ood_behaviour", "plot_sweep", "plot_topolip_by_layer",
+    "plot_noise_floor", "plot_ood_behaviour", "plot_size_sweep", "plot_sweep",
+    "plot_topolip_by_layer",
     "plot_topolip_vs_accuracy", "plot_training_curves", "plot_verdicts", "save_figure",
 ]
 
@@ -561,6 +562,73 @@ def plot_sweep(table: pd.DataFrame, arch: str, *,
             listed = ticks["value"].str.startswith("[").any()
             ax.set_xlabel(_name(param) + (" (at the total)" if listed else ""))
             ax.set_title(f"{_name(arch)}, {_name(param)}: {title}")
+    _note(fig, profile_note)
+    fig.tight_layout()
+    return fig
+
+
+@_styled
+def plot_size_sweep(table: pd.DataFrame, *, measure: str = "end_to_end_scale_free",
+                    response: str = "accuracy_drop", perturbation: str | None = None,
+                    profile_note: str | None = None) -> plt.Figure:
+    """Each family's sweep models against their size: TopoLip and robustness against weights.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Rows of :func:`topolip.sweeps.run_sweeps` (columns ``arch``, ``parameters``, ``seed``,
+        ``measure``, ``response``; ``perturbation`` when several kinds were measured). Points
+        are sweep models (means over seeds), one colour and marker per architecture.
+    measure : str, default="end_to_end_scale_free"
+        The TopoLip column of the left panel (log axis, dotted line at 1).
+    response : str, default="accuracy_drop"
+        The robustness column of the right panel.
+    perturbation : str, optional
+        With rows for several kinds, draw this one (default: the first kind).
+    profile_note : str, optional
+        The profile the data came from, written under the panels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels against the number of weights (log axis): ``measure`` and ``response``.
+
+    Raises
+    ------
+    ValueError
+        If ``table`` is empty or lacks a column.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"arch": ["vit", "vit", "resnet"], "seed": 0,
+    ...                   "parameters": [1000, 4000, 3000],
+    ...                   "end_to_end_scale_free": [0.5, 0.8, 2.0],
+    ...                   "accuracy_drop": [0.3, 0.2, 0.4]})
+    >>> fig = plot_size_sweep(t); [ax.get_xlabel() for ax in fig.axes]
+    ['weights', 'weights']
+    >>> plt.close(fig)
+    """
+    _require(table, ["arch", "parameters", "seed", measure, response], "table")
+    if table.empty:
+        raise ValueError("table has no rows")
+    if "perturbation" in table and table["perturbation"].nunique() > 1:
+        kind = perturbation if perturbation is not None else table["perturbation"].iloc[0]
+        table = table[table["perturbation"] == kind]
+    points = (table.groupby(["arch", "parameters"], sort=False)[[measure, response]].mean()
+              .reset_index())
+    fig, axes = plt.subplots(1, 2, figsize=(FIG_WIDTH, 3.4))
+    for ax, col in zip(axes, (measure, response), strict=True):
+        for arch, rows in points.groupby("arch", sort=False):
+            rows = rows.sort_values("parameters")
+            ax.plot(rows["parameters"], rows[col], marker=ARCH_MARKERS.get(arch, "o"),
+                    ls="none", color=ARCH_COLORS.get(arch, "0.3"), label=_name(arch))
+        ax.set_xscale("log")
+        ax.set_xlabel("weights")
+        ax.set_ylabel(_name(col))
+        if col == measure:
+            _log_axis(ax)
+            ax.axhline(1.0, color="0.4", ls=":", lw=1)
+    axes[1].legend(frameon=False, fontsize="small")
     _note(fig, profile_note)
     fig.tight_layout()
     return fig

@@ -6,7 +6,7 @@ model's classes.
 
 Measurement. :func:`ood_behaviour` and :func:`ood_auroc_resamples`: what a trained classifier
 does on them (max-softmax confidence, accuracy, AUROC of in- against out-of-distribution);
-:func:`measure_ood` and :func:`ood_resamples`: its per-layer and end-to-end TopoLip between a
+:func:`measure_ood`: its per-layer and end-to-end TopoLip between a
 clean batch and each set (unpaired clouds).
 
 The sets. For a model trained on MNIST (``image_shape=(1, 28, 28)``, the default) or on CIFAR-10
@@ -42,14 +42,14 @@ from torchvision.transforms.v2 import InterpolationMode
 from torchvision.transforms.v2 import functional as TF
 
 from .data import ImageSplit, stratified_split
-from .experiments import end_to_end_resamples, seed_batch
+from .experiments import seed_batch
 from .metric import DistanceSpec, layer_diagrams, topolip_table
 from .models import collect_activations
 from .robustness import softmax_predictions
 
 __all__ = [
     "OOD_SETS", "load_ood", "load_ood_batches", "measure_ood", "measure_ood_trained",
-    "ood_auroc_resamples", "ood_behaviour", "ood_resamples",
+    "ood_auroc_resamples", "ood_behaviour",
 ]
 
 #: ``{name: one-line description}`` of the sets :func:`load_ood` builds.
@@ -406,52 +406,6 @@ def measure_ood(
     return pd.concat(tables, ignore_index=True)
 
 
-def ood_resamples(model: nn.Module, x: torch.Tensor, ood: Mapping[str, torch.Tensor],
-                  spec: DistanceSpec = DistanceSpec(), *, n_resamples: int = 20,
-                  seed: int = 0) -> pd.DataFrame:
-    """Model TopoLip under distribution shift on bootstrap resamples of both batches.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        A trained model with probe points.
-    x : torch.Tensor of shape (m, C, H, W)
-        Clean in-distribution images, pixels in [0, 1].
-    ood : mapping of str to torch.Tensor of shape (m', C, H, W)
-        ``{set name: images}``, as for :func:`measure_ood`.
-    spec : DistanceSpec
-        Degrees, Wasserstein order ``p`` and ground metric ``q``.
-    n_resamples : int, default=20
-        Bootstrap resamples ``B`` of each batch.
-    seed : int, default=0
-        Seed of the resampled indices (the same for every model of a seed: paired).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``group`` (the set), ``measure`` (``end_to_end``, ``end_to_end_scale_free``),
-        ``resample``, ``value``: the layout of :attr:`ModelMeasurement.resamples`.
-
-    Raises
-    ------
-    ValueError
-        If ``ood`` is empty or a batch is invalid.
-    """
-    if not ood:
-        raise ValueError("ood must hold at least one out-of-distribution batch")
-    clean = collect_activations(model, x)
-    cache: dict = {}  # clean resamples drawn alike for sets of one size: computed once
-    parts = []
-    for name, x_o in ood.items():
-        e2e = end_to_end_resamples(clean, collect_activations(model, x_o), spec,
-                                   n_resamples=n_resamples, seed=seed, paired=False,
-                                   clean_cache=cache)
-        for measure in ("end_to_end", "end_to_end_scale_free"):
-            parts.append(pd.DataFrame({"group": name, "measure": measure,
-                                       "resample": e2e["resample"], "value": e2e[measure]}))
-    return pd.concat(parts, ignore_index=True)
-
-
 def measure_ood_trained(model: nn.Module, row: Mapping, *, data: ImageSplit,
                         ood: Mapping[str, tuple[torch.Tensor, torch.Tensor]],
                         spec: DistanceSpec = DistanceSpec(), n_points: int,
@@ -461,8 +415,11 @@ def measure_ood_trained(model: nn.Module, row: Mapping, *, data: ImageSplit,
 
     The per-model task of ``06_ood`` (:func:`topolip.tasks.map_models` calls it): TopoLip
     between the seed's first ``n_points`` test images and ``n_points`` images of each OOD set
-    (:func:`measure_ood`, :func:`ood_resamples`), and the confidence behaviour on the whole
-    test set and OOD batches (:func:`ood_behaviour`, :func:`ood_auroc_resamples`).
+    (:func:`measure_ood`; the seed's own images, so its value holds their variance), and the
+    confidence behaviour on the whole test set and OOD batches (:func:`ood_behaviour`), with
+    bootstrap resamples of those images for the AUROC (:func:`ood_auroc_resamples`: every seed
+    sees the same images there, so the seeds' spread does not hold their variance; no
+    diagram is computed on a resample).
 
     Parameters
     ----------
@@ -481,14 +438,13 @@ def measure_ood_trained(model: nn.Module, row: Mapping, *, data: ImageSplit,
     n_perm : int, optional
         Greedy-permutation subsample size.
     n_resamples : int, default=20
-        Image bootstrap resamples (TopoLip and AUROC).
+        Image bootstrap resamples of the AUROC.
 
     Returns
     -------
     (pandas.DataFrame, pandas.DataFrame, pandas.DataFrame)
-        :func:`measure_ood`'s table, :func:`ood_behaviour`'s table, and the resamples
-        (``group``, ``measure``: ``end_to_end``, ``end_to_end_scale_free`` or ``auroc``,
-        ``resample``, ``value``).
+        :func:`measure_ood`'s table, :func:`ood_behaviour`'s table, and the AUROC resamples
+        (``group``: the OOD set, ``measure``: ``auroc``, ``resample``, ``value``).
 
     Raises
     ------
@@ -502,10 +458,9 @@ def measure_ood_trained(model: nn.Module, row: Mapping, *, data: ImageSplit,
     _check_resamples(n_resamples)
     scores = _scores(model, data.x_test, data.y_test, ood)  # one forward pass per set
     behaviour = _behaviour(scores)
-    resamples = ood_resamples(model, x, ood_x, spec, n_resamples=n_resamples, seed=seed)
     auroc = _auroc_resamples(scores, n_resamples, seed)
     auroc = auroc.rename(columns={"dataset": "group", "auroc": "value"}).assign(measure="auroc")
-    return table, behaviour, pd.concat([resamples, auroc])
+    return table, behaviour, auroc[["group", "measure", "resample", "value"]]
 
 
 @functools.lru_cache(maxsize=1)  # read-only source: callers get indexed copies

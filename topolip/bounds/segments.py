@@ -153,11 +153,14 @@ def layer_bounds(
         ``layer``, ``depth``, ``segment`` (module types), ``n_tokens`` (for token inputs, else
         NaN), ``input_radius`` (largest token norm, or sample norm, of the segment's inputs),
         ``bound`` (``Lip(f_ℓ)``), ``estimate``, ``ratio`` (bound/estimate), ``chained_bound``
-        (``Π_{j≤ℓ} Lip(f_j)``, 1 at the input), ``topolip_bound`` (``2 Lip(f_ℓ)``); with
-        ``x_tilde`` also ``margin``, ``eps`` (``ε_ℓ``), ``eps_bound_step``
-        (``Lip(f_ℓ) ε_{ℓ−1}``), ``eps_bound_chain`` (``chained_bound · ε_0``) and
-        ``envelope_chain`` (``2 · eps_bound_chain``, a certified a-priori bound on the
-        bottleneck displacement ``W_{∞,∞}``).
+        (``Π_{j≤ℓ} Lip(f_j)``, 1 at the input); with ``x_tilde`` also ``margin``, ``eps``
+        (``ε_ℓ``), ``eps_bound_step`` (``Lip(f_ℓ) ε_{ℓ−1}``), ``eps_bound_chain``
+        (``chained_bound · ε_0``) and ``envelope_chain`` (``2 · eps_bound_chain``, a bound on
+        the bottleneck displacement ``W_{∞,∞}`` that holds *given the measured margins*: the
+        local bounds of LayerNorm and attention are taken on the observed inputs widened by the
+        measured ``ε_{ℓ−1}``, so the chain is not an a-priori certificate for every input).
+        No column bounds TopoLip itself: ``2 Lip(f_ℓ)`` limits ``W_{∞,∞,ℓ} / ε_{ℓ−1}``, not
+        ``Δ_ℓ / Δ_{ℓ−1}`` (book/method.md).
 
     Raises
     ------
@@ -206,7 +209,7 @@ def layer_bounds(
         chained = 1.0
         first = {"layer": "input", "depth": 0, "segment": "", "n_tokens": math.nan,
                  "input_radius": math.nan, "bound": math.nan, "estimate": math.nan,
-                 "ratio": math.nan, "chained_bound": 1.0, "topolip_bound": math.nan}
+                 "ratio": math.nan, "chained_bound": 1.0}
         if paired:
             eps = _max_dist(h, ht)
             eps0 = eps
@@ -226,7 +229,7 @@ def layer_bounds(
                    "n_tokens": h.shape[1] if tokens else math.nan, "input_radius": radius,
                    "bound": bound, "estimate": est,
                    "ratio": bound / est if est > 0 else math.nan,
-                   "chained_bound": chained, "topolip_bound": 2 * bound}
+                   "chained_bound": chained}
             h_next = _forward(seg, h)
             if check and estimate and est > bound * (1 + 1e-6) + 1e-9:
                 raise BoundViolation(f"layer {label!r}: local estimate {est:.6g} exceeds the "

@@ -429,6 +429,7 @@ def _register_book_figures() -> None:
         ("fig-robustness-curves", "plot_accuracy_curves", "robustness", "04_robustness", {}),
         ("fig-topolip-vs-drop", "plot_topolip_vs_accuracy", "topolip_summary", "04_robustness",
          {}),
+        ("fig-sweep-size", "plot_size_sweep", "sweeps", "07_sweeps", {}),
         ("fig-ood-topolip", "plot_end_to_end", "ood_topolip_summary", "06_ood",
          {"group": "ood_set"}),
         ("fig-ood-behaviour", "plot_ood_behaviour", "ood_behaviour", "06_ood", {}),

@@ -638,7 +638,8 @@ SCHEMA: dict[str, Param] = {p.name: p for p in (
     _P("estimate_n_iter", _Int(1), "power iterations of that estimate"),
     # statistics (verdicts)
     _P("n_boot", _Int(100), "hierarchical bootstrap replicates", 2000),
-    _P("n_image_resamples", _Int(2), "image resamples per model for TopoLip intervals", 20),
+    _P("n_image_resamples", _Int(2), "bootstrap resamples of the test and OOD images for the "
+       "AUROC (06)", 20),
     _P("alpha", _Float(0.0, 0.5, lo_open=True, hi_open=True), "error rate of the intervals "
        "(before the multiplicity correction)", 0.05),
 )}
