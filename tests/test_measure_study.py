@@ -235,6 +235,7 @@ def test_population_and_study_tables():
     # granulated: vit w +1, vit d -1 (depth reverses), resnet w +1: mean over families of
     # the mean over axes = (0 + 1) / 2; the ratio is constant in the sweeps: undefined
     assert fg["granulated_tau"] == pytest.approx(0.5) and fg["n_axes"] == 3
+    assert fg["n_families"] == 2
     assert math.isnan(s.loc[("fgsm", "displacement_ratio_max"), "granulated_tau"])
     assert set(gran["axis"]) == {"w", "d"}
     all_rows = study[study["perturbation"] == "all"]
@@ -265,7 +266,8 @@ def _hand_study():
             ("parameters", "size", True, np.nan, np.nan, np.nan, np.nan, "not testable", 0.3)):
         rows.append({"perturbation": "all", "role": "primary", "measure": measure,
                      "label": label, "baseline": base, "n_models": 20, "n_archs": 4,
-                     "n_seeds": 5, "tau_within": tau, "p_within": p, "p_within_holm": ph,
+                     "n_seeds": 5, "n_excluded": 3, "n_permutations": 120,
+                     "tau_within": tau, "p_within": p, "p_within_holm": ph,
                      "p_mc_se": 0.0, "rank": {0.57: 1, 0.18: 2, 0.1: 3}.get(tau, np.nan),
                      "n_ranked": 3, "tau_pooled": pooled, "p_diff_holm": pdh,
                      "comparison": cmp_, "granulated_tau": 0.25 if base is False else np.nan,
@@ -286,8 +288,13 @@ def test_findings_glue_the_numbers_of_the_table():
     assert (f["n_secondary"], f["n_secondary_worse"]) == (1, 0)
     assert not f["ref_significant"] and f["n_significant_measures"] == 0
     assert f["ref_taus_by_kind"] == "fgsm +0.30"
-    assert f["granulated"].startswith("+0.25 over 4")
+    assert findings(_hand_study(), kind_label=str.upper)["ref_taus_by_kind"] == "FGSM +0.30"
+    assert f["granulated"] == "+0.25 over 4 swept axes"
     assert f["near"] == 0  # no Holm p-value within 0.01 of 0.05
+    assert (f["n_kinds"], f["n_excluded"], f["n_permutations"]) == (1, 3, 120)
+    assert f["min_p"] == pytest.approx(1 / 120)
+    # 4 tests (2 primary non-TopoLip rows with a p, 2 secondary) x 1/120 < 0.05: possible
+    assert f["n_tau_family"] == 4 and f["family_note"].startswith("small enough")
     assert f["sentence"] == (
         "Within architectures, TopoLip ranks 2 of 3 measures by Kendall τ with the accuracy "
         "drop (τ = +0.18, seed-permutation p 0.23: no association shown at α = 0.05); "

@@ -548,7 +548,8 @@ def measure_study(population: pd.DataFrame, *, reference: str = REFERENCE,
         role's family of comparisons), ``diff_low``, ``diff_high`` (the Holm-consistent
         interval), ``comparison`` (``"TopoLip better"``, ``"TopoLip worse"``, ``"no difference
         shown"``, ``"not testable"``; ``""`` for non-baselines), ``granulated_tau`` (mean over
-        families of the mean over axes), ``n_axes``.
+        families of the mean over axes; for ``"all"`` also over the sweeps' kinds), ``n_axes``
+        (distinct family × axis with a defined τ), ``n_families``.
     granulated : pandas.DataFrame
         One row per perturbation, measure, family and axis (:func:`granulated_taus`), plus
         ``perturbation`` and ``measure``.
@@ -697,13 +698,15 @@ def measure_study(population: pd.DataFrame, *, reference: str = REFERENCE,
             sel = sel[sel["perturbation"] == r["perturbation"]]
         sel = sel.dropna(subset=["tau"])
         if sel.empty:
-            g_rows.append((math.nan, 0))
+            g_rows.append((math.nan, 0, 0))
             continue
         fam = sel.groupby(["perturbation", "arch"])["tau"].mean()
         per_kind_mean = fam.groupby(level="perturbation").mean()
-        g_rows.append((float(per_kind_mean.mean()), int(len(sel))))
-    study["granulated_tau"] = [g for g, _ in g_rows]
-    study["n_axes"] = [n for _, n in g_rows]
+        g_rows.append((float(per_kind_mean.mean()),
+                       int(len(sel.drop_duplicates(["arch", "axis"]))), int(sel["arch"].nunique())))
+    study["granulated_tau"] = [g for g, _, _ in g_rows]
+    study["n_axes"] = [n for _, n, _ in g_rows]
+    study["n_families"] = [n for _, _, n in g_rows]
     return study, granulated
 
 
@@ -731,8 +734,8 @@ def _fmt_p(p: float) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
 
 
-def findings(study: pd.DataFrame, *, alpha: float = 0.05,
-             reference: str = REFERENCE) -> dict[str, object]:
+def findings(study: pd.DataFrame, *, alpha: float = 0.05, reference: str = REFERENCE,
+             kind_label=str) -> dict[str, object]:
     """The numbers and phrases the measure chapter glues into its prose.
 
     Parameters
@@ -743,6 +746,8 @@ def findings(study: pd.DataFrame, *, alpha: float = 0.05,
         The level the Holm p-values are read at.
     reference : str, default="end_to_end_scale_free"
         TopoLip's measure.
+    kind_label : callable, default=str
+        Names a perturbation kind in the text (e.g. :func:`topolip.report.kind_label`).
 
     Returns
     -------
@@ -756,7 +761,11 @@ def findings(study: pd.DataFrame, *, alpha: float = 0.05,
         (text); ``n_significant_measures`` (primary τ with Holm p < α); ``granulated``
         (text); ``p_mc_se`` (largest Monte-Carlo error of a primary p-value); ``near``
         (primary comparisons or τ whose Holm p lies within 2 Monte-Carlo errors, or 0.01, of
-        α); ``sentence`` (the chapter's one-sentence finding).
+        α); ``sentence`` (the chapter's one-sentence finding); ``n_kinds`` (perturbation
+        kinds), ``n_excluded`` (model × kind rows left out: noise floor), ``n_permutations``
+        and ``min_p`` (the smallest p-value the seed permutation can give; where the table has
+        these columns), ``n_tau_family`` (the τ tests in the Holm family of the other
+        measures) and ``family_note`` (whether ``min_p`` lets any of them survive Holm).
 
     Raises
     ------
@@ -802,16 +811,26 @@ def findings(study: pd.DataFrame, *, alpha: float = 0.05,
     rank = (f"{int(r['rank'])} of {int(r['n_ranked'])}" if math.isfinite(r["rank"])
             else "unranked (τ undefined within architectures)")
     by_kind = s[(s["role"] == "secondary") & (s["measure"] == reference)]
-    ref_taus = "; ".join(f"{k} {t:+.2f}" for k, t in zip(by_kind["perturbation"],
+    ref_taus = "; ".join(f"{kind_label(k)} {t:+.2f}" for k, t in zip(by_kind["perturbation"],
                                                          by_kind["tau_within"], strict=True)
                          if math.isfinite(t)) or "undefined"
     g = r["granulated_tau"]
-    gran = (f"{g:+.2f} over {int(r['n_axes'])} (family, axis, kind) cells"
+    fams = (f" of {int(r['n_families'])} architecture families" if "n_families" in r
+            and math.isfinite(r["n_families"]) else "")
+    gran = (f"{g:+.2f} over {int(r['n_axes'])} swept axes{fams}"
             if math.isfinite(g) else "undefined (no sweep axis has two comparable models)")
     mc = float(prim["p_mc_se"].max()) if prim["p_mc_se"].notna().any() else math.nan
     margin = max(2 * mc if math.isfinite(mc) else 0.0, 0.01)
     pvals = pd.concat([prim["p_within_holm"], base["p_diff_holm"]]).dropna()
     near = int(((pvals - alpha).abs() <= margin).sum())
+    n_perm = int(r["n_permutations"]) if "n_permutations" in r else 0
+    min_p = 1.0 / n_perm if n_perm > 0 else math.nan
+    is_ref_primary = (s["role"] == "primary") & (s["measure"] == reference)
+    n_family = int(s.loc[~is_ref_primary, "p_within"].notna().sum())
+    family_note = ("so in a Holm family of that size no measure's τ can survive the "
+                   "correction, whatever its size"
+                   if math.isfinite(min_p) and n_family and min_p * n_family >= alpha else
+                   "small enough for a large τ to survive the correction")
     n_b, n_w = int(counts.get("TopoLip better", 0)), int(counts.get("TopoLip worse", 0))
     n_cmp = int(base["comparison"].isin(["TopoLip better", "TopoLip worse",
                                           "no difference shown"]).sum())
@@ -844,4 +863,8 @@ def findings(study: pd.DataFrame, *, alpha: float = 0.05,
         "ref_taus_by_kind": ref_taus,
         "n_significant_measures": int((prim["p_within_holm"] < alpha).sum()),
         "granulated": gran, "p_mc_se": mc, "near": near, "sentence": sentence,
+        "n_kinds": int(len(by_kind)),
+        "n_excluded": int(r["n_excluded"]) if "n_excluded" in r else 0,
+        "n_permutations": n_perm, "min_p": min_p, "n_tau_family": n_family,
+        "family_note": family_note,
     }
