@@ -304,5 +304,38 @@ def test_findings_glue_the_numbers_of_the_table():
     # read back from CSV, booleans and empty verdicts survive
     back = _hand_study().astype({"baseline": str}).replace({"comparison": {"": np.nan}})
     assert findings(back)["n_comparisons"] == 2
+    one_seed = _hand_study().assign(tau_within=np.nan, rank=np.nan, n_seeds=1)
+    f = findings(one_seed)
+    assert f["ref_rank"].startswith("unranked") and f["top_measure"] == "none"
+    assert f["sentence"].startswith("With 1 seed(s) per architecture, TopoLip ranks no two")
     with pytest.raises(ValueError, match="no primary row"):
         findings(_hand_study().query("measure != 'end_to_end_scale_free'"))
+
+
+@pytest.mark.slow
+def test_comparison_over_kinds_sharing_models_is_calibrated():
+    """The primary comparison averages the per-kind differences over kinds measured on the
+    same models (a model's drops and measures correlate across kinds); deleting a seed deletes
+    it from every kind, so the rule stays calibrated, and it still detects a better measure."""
+    rng = np.random.default_rng(11)
+    kinds = ("fgsm", "pgd", "gaussian_noise")
+
+    def book(rho1, rho2, *, tracks=False):
+        y, x1, x2 = _clustered(rng, 1, rho1, rho2)
+        parts = []
+        for kind in kinds:  # each kind: the model's own value plus a kind-specific part
+            yk = 0.8 * y[0] + 0.6 * rng.normal(size=y[0].shape)
+            x1k = (yk + 0.1 * rng.normal(size=yk.shape) if tracks
+                   else 0.8 * x1[0] + 0.6 * rng.normal(size=yk.shape))
+            parts.append(_table(yk, x1k, 0.8 * x2[0] + 0.6 * rng.normal(size=yk.shape))
+                         .assign(kind=kind))
+        return compare_within(pd.concat(parts), "x1", "x2", "r", strata="kind")
+
+    calls = sum(book(0.5, 0.5)["p"] < 0.05 for _ in range(N_SIM))
+    print(f"null over kinds: {calls}/{N_SIM} calls (allowed {ALLOWED})")
+    assert calls <= ALLOWED
+    # x1 tracks each kind's drop, x2 is unrelated to it
+    power = np.mean([(o := book(0.0, 0.0, tracks=True))["p"] < 0.05 and o["diff"] > 0
+                     for _ in range(100)])
+    print(f"power over kinds (tracks the drop vs unrelated): {power:.2f}")
+    assert power >= 0.5

@@ -145,7 +145,8 @@ _BY_COLUMN = {m.column: m for m in MEASURES}
 def _flagged(table: pd.DataFrame, flag_column: str) -> np.ndarray:
     if flag_column not in table:
         return np.zeros(len(table), dtype=bool)
-    return table[flag_column].fillna("").astype(str).str.strip().ne("").to_numpy()
+    flag = table[flag_column]
+    return (flag.notna() & flag.astype(str).str.strip().ne("")).to_numpy()
 
 
 def measure_population(summary: pd.DataFrame, sweeps: pd.DataFrame | None = None, *,
@@ -846,6 +847,12 @@ def findings(study: pd.DataFrame, *, alpha: float = 0.05, reference: str = REFER
         f"{n_cmp} testable baselines it {verdict} (Holm, α = {alpha:g}). Pooled over "
         f"architectures its τ is {r['tau_pooled']:+.2f}, a number that mixes the ranking of "
         "architectures with that of models.")
+    if not math.isfinite(r["tau_within"]):
+        sentence = (
+            f"With {int(r['n_seeds'])} seed(s) per architecture, TopoLip ranks no two models of "
+            "one architecture (after the noise-floor exclusions), so its within-architecture τ "
+            "is undefined and no baseline is compared; pooled over architectures, a number "
+            f"confounded by architecture, its τ is {r['tau_pooled']:+.2f}.")
     return {
         "n_models": int(r["n_models"]), "n_archs": int(r["n_archs"]),
         "n_seeds": int(r["n_seeds"]), "ref_tau": float(r["tau_within"]),
