@@ -1,8 +1,8 @@
 """Baselines of the measure study on cases with known answers: a pure scaling map, an identity
-layer, a rotation, a permutation of the points."""
+layer, a rotation, a permutation of the points (the study's statistics:
+tests/test_measure_study.py)."""
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 
@@ -15,7 +15,6 @@ from topolip.baselines import (
     rtd_lite,
     spectral_norm_product,
 )
-from topolip.measure_study import best_measures, mean_tau, measure_population, measure_study
 from topolip.metric import topolip_table
 
 RNG = np.random.default_rng(0)
@@ -86,36 +85,3 @@ def test_model_baselines():
     conv = build_model("conv_stack", num_layers=1, channels=2)
     value = lipschitz_estimate_product(conv, torch.rand(2, 1, 28, 28), n_iter=5)
     assert np.isfinite(value)
-
-
-def test_measure_study_ranks_a_perfect_measure_above_noise():
-    rng = np.random.default_rng(1)
-    rows = []
-    for kind in ("fgsm", "blur"):
-        for i in range(24):
-            drop = rng.random()
-            rows.append({"arch": ["vit", "resnet"][i % 2], "seed": i, "perturbation": kind,
-                         "accuracy_drop": drop, "end_to_end_scale_free": drop,
-                         "displacement_ratio_max": rng.random(), "logit_margin": -drop})
-    pop = measure_population(__import__("pandas").DataFrame(rows))
-    study = measure_study(pop, n_boot=300).set_index(["perturbation", "measure"])
-    assert study.loc[("fgsm", "end_to_end_scale_free"), "tau"] == pytest.approx(1.0)
-    # the margin is oriented (larger margin, smaller drop): τ = +1 as well
-    assert study.loc[("fgsm", "logit_margin"), "tau"] == pytest.approx(1.0)
-    assert study.loc[("fgsm", "displacement_ratio_max"), "comparison"] == "TopoLip better"
-    assert study.loc[("fgsm", "logit_margin"), "comparison"] == "no difference shown"
-
-
-def test_best_measure_per_kind_and_mean_tau_ranking():
-    study = pd.DataFrame({
-        "perturbation": ["fgsm", "fgsm", "fgsm", "noise", "noise", "noise"],
-        "label": ["TopoLip", "CKA", "margin", "TopoLip", "CKA", "margin"],
-        "tau": [0.6, 0.2, float("nan"), 0.1, 0.4, float("nan")]})
-    best = best_measures(study)
-    assert best[["perturbation", "label"]].values.tolist() == [["fgsm", "TopoLip"],
-                                                               ["noise", "CKA"]]
-    taus = mean_tau(study)
-    assert list(taus.index) == ["TopoLip", "CKA"]  # margin has no defined tau
-    assert taus.tolist() == pytest.approx([0.35, 0.3])
-    with pytest.raises(ValueError, match=r"study lacks the columns \['tau'\]"):
-        mean_tau(study.drop(columns="tau"))

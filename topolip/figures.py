@@ -989,22 +989,33 @@ def plot_noise_floor(table: pd.DataFrame, *, ncols: int = 4,
 
 
 @_styled
-def plot_measure_study(study: pd.DataFrame, *, profile_note: str | None = None) -> plt.Figure:
-    """Kendall τ of every measure with the accuracy drop, with its interval, per perturbation.
+def plot_measure_study(study: pd.DataFrame, *, alpha: float = 0.05,
+                       profile_note: str | None = None) -> plt.Figure:
+    """The measure study: within-architecture Kendall τ of each measure, and TopoLip against
+    each baseline.
 
     Parameters
     ----------
     study : pandas.DataFrame
-        From :func:`topolip.measure_study.measure_study` (``perturbation``, ``label``,
-        ``kind``, ``tau``, ``tau_low``, ``tau_high``).
+        From :func:`topolip.measure_study.measure_study` (``measure_study.csv``:
+        ``perturbation``, ``role``, ``label``, ``baseline``, ``tau_within``,
+        ``p_within_holm``, ``tau_pooled``, ``diff``, ``diff_low``, ``diff_high``,
+        ``comparison``).
+    alpha : float, default=0.05
+        The level the Holm-adjusted p-values are read at (filled markers).
     profile_note : str, optional
         The profile the data came from, written under the panels.
 
     Returns
     -------
     matplotlib.figure.Figure
-        One row per measure (TopoLip first), one marker per perturbation kind with its 95%
-        bootstrap interval over models; dotted line at τ = 0.
+        Left: one row per measure (TopoLip first), its within-architecture τ averaged over the
+        perturbation kinds (black; filled where its Holm p < ``alpha``), each kind's
+        within-architecture τ (small grey dots), and the τ over all models pooled (open
+        diamond: confounded by architecture); dotted line at τ = 0. Right: for each baseline,
+        τ(TopoLip) − τ(baseline) within architectures averaged over kinds, with the
+        Holm-consistent interval of its jackknife test, coloured by the verdict (the rows
+        are shared; a non-baseline row is empty on the right).
 
     Raises
     ------
@@ -1013,35 +1024,69 @@ def plot_measure_study(study: pd.DataFrame, *, profile_note: str | None = None) 
 
     Examples
     --------
-    >>> s = pd.DataFrame({"perturbation": ["fgsm", "fgsm"], "label": ["a", "b"],
-    ...                   "kind": "x", "tau": [0.5, 0.1], "tau_low": [0.2, -0.3],
-    ...                   "tau_high": [0.7, 0.4]})
-    >>> fig = plot_measure_study(s); bool(fig.axes[0].get_xlim()[0] <= -0.3)
-    True
+    >>> s = pd.DataFrame({"perturbation": ["all", "all", "fgsm", "fgsm"],
+    ...     "role": ["primary", "primary", "secondary", "secondary"],
+    ...     "label": ["TopoLip", "CKA"] * 2, "baseline": [False, True] * 2,
+    ...     "tau_within": [0.2, 0.5, 0.3, 0.4], "p_within_holm": [0.2, 0.01, 0.3, 0.2],
+    ...     "tau_pooled": [0.5, 0.4, 0.5, 0.4], "diff": [np.nan, -0.3, np.nan, -0.1],
+    ...     "diff_low": [np.nan, -0.9, np.nan, -0.8], "diff_high": [np.nan, 0.3, np.nan, 0.6],
+    ...     "comparison": ["", "no difference shown", "", "no difference shown"]})
+    >>> fig = plot_measure_study(s); [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    ['TopoLip', 'CKA']
     >>> plt.close(fig)
     """
-    _require(study, ["perturbation", "label", "tau", "tau_low", "tau_high"], "study")
-    labels = list(dict.fromkeys(study["label"]))
-    kinds = list(dict.fromkeys(study["perturbation"]))
-    colors = dict(zip(kinds, sns.color_palette("colorblind", len(kinds)), strict=False))
-    fig, ax = plt.subplots(figsize=(FIG_WIDTH, 0.42 * len(labels) + 1.4))
-    step = 0.8 / max(len(kinds), 1)
-    for k, kind in enumerate(kinds):
-        part = study[study["perturbation"] == kind].set_index("label").reindex(labels)
-        y = np.arange(len(labels)) - 0.4 + step * (k + 0.5)
-        err = np.vstack([part["tau"] - part["tau_low"], part["tau_high"] - part["tau"]])
-        ax.errorbar(part["tau"], y, xerr=np.nan_to_num(err), fmt="o", ms=4, lw=1,
-                    color=colors[kind], label=_name(kind))
+    _require(study, ["perturbation", "role", "label", "baseline", "tau_within",
+                     "p_within_holm", "tau_pooled", "diff", "diff_low", "diff_high",
+                     "comparison"], "study")
+    s = study.copy()
+    s["baseline"] = s["baseline"].astype(str).str.lower().isin(["true", "1"])
+    s["comparison"] = s["comparison"].astype(object).where(s["comparison"].notna(), "")
+    prim = s[s["role"] == "primary"]
+    labels = list(dict.fromkeys(prim["label"]))
+    base = prim[prim["baseline"]]
+    height = 0.36 * len(labels) + 1.6
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(FIG_WIDTH, height), sharey=True,
+                                 gridspec_kw={"width_ratios": [1.3, 1]})
+    y = {lab: i for i, lab in enumerate(labels)}
+    sec = s[s["role"] == "secondary"]
+    ax.scatter(sec["tau_within"], sec["label"].map(y) + 0.18, s=9, color="0.6", lw=0,
+               label="one kind, within architectures")
+    sig = prim["p_within_holm"] < alpha
+    ax.scatter(prim["tau_pooled"], prim["label"].map(y) - 0.18, s=30, marker="D",
+               facecolor="none", edgecolor="#D55E00", lw=1, label="all models pooled "
+               "(confounded)")
+    ax.scatter(prim.loc[~sig, "tau_within"], prim.loc[~sig, "label"].map(y), s=40,
+               facecolor="white", edgecolor="black", lw=1.2, zorder=3,
+               label="within architectures, mean over kinds")
+    ax.scatter(prim.loc[sig, "tau_within"], prim.loc[sig, "label"].map(y), s=40,
+               color="black", zorder=3, label=f"the same, significant at α = {alpha:g}")
     ax.axvline(0.0, color="0.4", ls=":", lw=1)
     ax.set_yticks(range(len(labels)), labels)
-    ax.invert_yaxis()
+    ax.set_ylim(len(labels) - 0.5, -0.5)
     ax.set_xlim(-1.05, 1.05)
-    ax.set_xlabel("Kendall τ with the accuracy drop (oriented; 95% interval over models)")
-    fig.legend(loc="upper center", frameon=False, ncol=min(len(kinds), 4),
-               bbox_to_anchor=(0.5, 1.0))
+    ax.set_xlabel("Kendall τ with the accuracy drop")
+    colors = {"TopoLip better": "#009E73", "TopoLip worse": "#CC79A7",
+              "no difference shown": "0.45", "not testable": "0.75"}
+    for _, r in base.iterrows():
+        i, c = y[r["label"]], colors.get(r["comparison"], "0.45")
+        if np.isfinite(r["diff_low"]) and np.isfinite(r["diff_high"]):
+            bx.plot([r["diff_low"], r["diff_high"]], [i, i], color=c, lw=1.5)
+        if np.isfinite(r["diff"]):
+            bx.scatter([r["diff"]], [i], color=c, s=30, zorder=3)
+        else:
+            bx.text(0, i, "not testable", ha="center", va="center", fontsize=7, color="0.4")
+    bx.axvline(0.0, color="0.4", ls=":", lw=1)
+    bx.set_xlim(-2.05, 2.05)
+    bx.set_xlabel("τ(TopoLip) − τ(baseline)")
+    for verdict, c in colors.items():
+        if (base["comparison"] == verdict).any():
+            bx.plot([], [], color=c, lw=1.5, marker="o", ms=4, label=verdict)
+    handles = ax.get_legend_handles_labels()
+    bh = bx.get_legend_handles_labels()
+    fig.legend(handles[0] + bh[0], handles[1] + bh[1], loc="upper center", frameon=False,
+               ncol=3, fontsize=7, bbox_to_anchor=(0.5, 1.0))
     _note(fig, profile_note)
-    top = 1 - 0.3 * (1 + (len(kinds) - 1) // 4) / (0.42 * len(labels) + 1.4)
-    fig.tight_layout(rect=(0, 0, 1, top))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.75 / height))
     return fig
 
 
