@@ -262,6 +262,11 @@ def test_cuda_model_cpu_inputs(trained):
     on_gpu = fgsm(cuda_model, x.cuda(), y.cuda(), 0.1)
     assert on_gpu.device.type == "cuda"
     assert float((on_gpu.cpu() - fgsm(model, x, y, 0.1) != 0).float().mean()) < 0.01
+    for attack, kw in ((autoattack, dict(steps=10, n_target_classes=3)),
+                       (square, dict(n_queries=50)), (pgd, dict(steps=5, restarts=2))):
+        adv = attack(cuda_model, x, y, 0.1, seed=1, **kw)
+        assert adv.device == x.device and float((adv - x).abs().max()) <= 0.1 + TOL
+        assert torch.equal(adv, attack(cuda_model, x, y, 0.1, seed=1, **kw))
 
 
 # ------------------------------------------------------------------ the ladder: values, not smoke
