@@ -1,5 +1,11 @@
-r"""Robustness measures: accuracy against perturbation strength, max-softmax confidence, and the
-rank correlation of TopoLip with the accuracy a perturbation costs.
+r"""Robustness measures: accuracy under the attack ladder and against perturbation strength,
+max-softmax confidence, and the join of TopoLip with the accuracy a perturbation costs.
+
+:func:`attack_ladder` attacks one batch with FGSM, PGD (random restarts) and autoattack
+(APGD-CE then APGD-T) at each budget, and with the black-box Square at one;
+:func:`robustness_trained` is 04's per-model task (ladder, corruption curves and the two
+short-PGD runs of the gradient-masking checks, which :func:`topolip.masking.masking_checks`
+evaluates without torch).
 
 Units: images are ``(N, C, H, W)`` tensors with pixels in [0, 1]; an attack's strength is its
 L∞ budget ``eps`` in the same pixel units, a corruption's strength its severity 0..5
