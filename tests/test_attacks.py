@@ -1,4 +1,4 @@
-"""FGSM and PGD wrappers and the perturbation dispatcher."""
+"""The attack ladder (FGSM, PGD, autoattack), Square, and the perturbation dispatcher."""
 
 from __future__ import annotations
 
@@ -9,7 +9,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from topolip.attacks import ATTACKS, PERTURBATIONS, fgsm, perturb, pgd, random_sign
+from topolip.attacks import (
+    ATTACKS,
+    LADDER,
+    PERTURBATIONS,
+    autoattack,
+    fgsm,
+    perturb,
+    pgd,
+    random_sign,
+    square,
+)
 from topolip.corruptions import CORRUPTIONS
 
 TOL = 1e-6  # float32 rounding of x + eps * sign
@@ -200,9 +210,11 @@ def test_perturb_dispatches_every_kind(trained, kind):
     model, x, y = trained
     x, y = x[:16], y[:16]
     if PERTURBATIONS[kind] == "eps":
-        out = perturb(kind, model, x, y, eps=0.1, seed=1)
+        cheap = {"autoattack": {"steps": 10, "n_target_classes": 3},
+                 "square": {"n_queries": 200}}.get(kind, {})
+        out = perturb(kind, model, x, y, eps=0.1, seed=1, **cheap)
         assert float((out - x).abs().max()) <= 0.1 + TOL
-        assert torch.equal(perturb(kind, model, x, y, eps=0.0, seed=1), x)
+        assert torch.equal(perturb(kind, model, x, y, eps=0.0, seed=1, **cheap), x)
     else:
         out = perturb(kind, None, x, None, severity=3, seed=1)
         assert torch.equal(perturb(kind, None, x, None, severity=0), x)
@@ -250,3 +262,153 @@ def test_cuda_model_cpu_inputs(trained):
     on_gpu = fgsm(cuda_model, x.cuda(), y.cuda(), 0.1)
     assert on_gpu.device.type == "cuda"
     assert float((on_gpu.cpu() - fgsm(model, x, y, 0.1) != 0).float().mean()) < 0.01
+    for attack, kw in ((autoattack, dict(steps=10, n_target_classes=3)),
+                       (square, dict(n_queries=50)), (pgd, dict(steps=5, restarts=2))):
+        adv = attack(cuda_model, x, y, 0.1, seed=1, **kw)
+        assert adv.device == x.device and float((adv - x).abs().max()) <= 0.1 + TOL
+        assert torch.equal(adv, attack(cuda_model, x, y, 0.1, seed=1, **kw))
+
+
+# ------------------------------------------------------------------ the ladder: values, not smoke
+
+def _linear(n_classes: int, seed: int = 0) -> nn.Module:
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16, n_classes))
+    with torch.no_grad():
+        model[1].weight.normal_()
+        model[1].bias.zero_()
+    return model.eval()
+
+
+def _interior_images(n: int, eps: float, seed: int = 0) -> torch.Tensor:
+    """Pixels in [eps, 1 - eps]: the [0, 1] clip cannot bind inside the eps ball."""
+    gen = torch.Generator().manual_seed(seed)
+    return eps + (1 - 2 * eps) * torch.rand(n, 1, 4, 4, generator=gen)
+
+
+def _exact_robust(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float) -> torch.Tensor:
+    """Robust in the L-inf ball of a linear model, box not binding: for every wrong class j,
+    z_y - z_j > eps * ||w_y - w_j||_1 (the worst case moves each pixel by eps against w_y - w_j)."""
+    w, b = model[1].weight.detach(), model[1].bias.detach()
+    z = x.flatten(1) @ w.T + b
+    margin = z.gather(1, y[:, None]) - z                      # (N, K), z_y - z_j
+    l1 = (w[y][:, None, :] - w[None, :, :]).abs().sum(-1)      # (N, K), ||w_y - w_j||_1
+    slack = margin - eps * l1
+    slack[torch.arange(len(y)), y] = float("inf")
+    return (slack > 0).all(1)
+
+
+def test_fgsm_on_a_binary_linear_model_is_the_exact_worst_case():
+    # two classes: the CE gradient's sign is -sign(w_y - w_other) in every pixel, so FGSM moves
+    # the logit margin by exactly eps * ||w_y - w_other||_1, the L-inf optimum
+    eps = 0.05
+    model = _linear(2)
+    x = _interior_images(400, eps)
+    y = model(x).argmax(1)                                     # clean accuracy 1
+    w = model[1].weight.detach()
+    margin = lambda imgs: (model(imgs) @ torch.tensor([1.0, -1.0]))  # noqa: E731
+    sign = 1 - 2 * y.float()                                   # +1 for class 0, -1 for class 1
+    adv = fgsm(model, x, y, eps)
+    moved = (margin(x) - margin(adv)) * sign
+    assert torch.allclose(moved, torch.full_like(moved, eps * float((w[0] - w[1]).abs().sum())),
+                          atol=1e-4)
+    robust = _exact_robust(model, x, y, eps)
+    assert 0.2 < float(robust.float().mean()) < 0.95            # the case is not trivial
+    assert torch.equal(model(adv).argmax(1) == y, robust)
+
+
+def test_autoattack_reaches_the_exact_robust_accuracy_of_a_linear_model():
+    # four classes and three targets (every wrong class): APGD-T against the class j that
+    # violates z_y - z_j > eps ||w_y - w_j||_1 finds it; no attack can go below the exact value
+    eps = 0.05
+    model = _linear(4, seed=1)
+    x = _interior_images(300, eps, seed=1)
+    y = model(x).argmax(1)
+    exact = float(_exact_robust(model, x, y, eps).float().mean())
+    acc = {name: _accuracy(model, adv, y) for name, adv in (
+        ("fgsm", fgsm(model, x, y, eps)),
+        ("pgd", pgd(model, x, y, eps, steps=20, restarts=2, seed=0)),
+        ("autoattack", autoattack(model, x, y, eps, steps=20, n_target_classes=3, seed=0)))}
+    assert 0.2 < exact < 0.9
+    assert acc["autoattack"] == pytest.approx(exact, abs=1 / 300)
+    assert exact - 1e-9 <= acc["autoattack"] <= acc["pgd"] <= acc["fgsm"]
+
+
+def test_the_ladder_orders_the_attacks_on_a_trained_model(trained):
+    model, x, y = trained
+    for eps in (0.05, 0.1):
+        acc = [_accuracy(model, adv, y) for adv in (
+            fgsm(model, x, y, eps),
+            pgd(model, x, y, eps, steps=20, restarts=2, seed=0),
+            autoattack(model, x, y, eps, steps=20, n_target_classes=3, seed=0))]
+        assert acc[2] <= acc[1] <= acc[0] < _accuracy(model, x, y), (eps, acc)
+    assert LADDER == ("fgsm", "pgd", "autoattack") and set(LADDER) < set(ATTACKS)
+
+
+def test_square_is_black_box_and_not_stronger_than_autoattack(trained):
+    model, x, y = trained
+    x, y = x[:100], y[:100]
+    acc_sq = _accuracy(model, square(model, x, y, 0.1, n_queries=300, seed=0), y)
+    acc_aa = _accuracy(model, autoattack(model, x, y, 0.1, steps=20, n_target_classes=3), y)
+    assert acc_aa <= acc_sq < _accuracy(model, x, y)
+    # it never asks for a gradient: it runs with the parameters frozen and inputs without grad
+    frozen = copy.deepcopy(model).requires_grad_(False)
+    with torch.no_grad():
+        adv = square(frozen, x[:10], y[:10], 0.1, n_queries=50, seed=0)
+    assert float((adv - x[:10]).abs().max()) <= 0.1 + TOL
+
+
+def test_pgd_restarts_keep_the_per_image_worst_case(trained):
+    model, x, y = trained
+    eps = 0.05  # 3 steps: short enough for the random start to matter (158 -> 160 fooled)
+    one = pgd(model, x, y, eps, steps=3, seed=4, batch_size=512)
+    three = pgd(model, x, y, eps, steps=3, restarts=3, seed=4, batch_size=512)
+    fooled_one = model(one).argmax(1) != y
+    fooled_three = model(three).argmax(1) != y
+    # the first restart is the single run (same draws); later ones only add fooled images
+    assert bool((fooled_one <= fooled_three).all())
+    assert int(fooled_three.sum()) > int(fooled_one.sum())
+    assert float((three - x).abs().max()) <= eps + TOL
+
+
+@pytest.mark.parametrize("attack,kwargs", [
+    (pgd, dict(steps=3, restarts=2)),
+    (autoattack, dict(steps=5, n_target_classes=2)),
+    (square, dict(n_queries=30)),
+])
+def test_seeded_attacks_are_deterministic_and_leave_the_rng_alone(trained, attack, kwargs):
+    model, x, y = trained
+    x, y = x[:40], y[:40]
+    state = torch.get_rng_state()
+    a = attack(model, x, y, 0.1, seed=3, **kwargs)
+    assert torch.equal(state, torch.get_rng_state())
+    assert torch.equal(a, attack(model, x, y, 0.1, seed=3, **kwargs))
+    assert torch.equal(attack(model, x, y, 0.0, seed=3, **kwargs), x)
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda m, x, y: autoattack(m, x, y, -0.1), "eps must be >= 0"),
+    (lambda m, x, y: square(m, x, y, -0.1), "eps must be >= 0"),
+    (lambda m, x, y: pgd(m, x, y, 0.1, restarts=0), "restarts must be a positive integer"),
+    (lambda m, x, y: pgd(m, x, y, 0.1, restarts=2, random_start=False),
+     "restarts=2 needs random_start=True"),
+    (lambda m, x, y: autoattack(m, x, y, 0.1, n_target_classes=10),
+     r"n_target_classes must be in 1\.\.9"),
+    (lambda m, x, y: autoattack(m, x, y, 0.1, steps=0), "steps must be a positive integer"),
+    (lambda m, x, y: square(m, x, y, 0.1, n_queries=0), "n_queries must be a positive integer"),
+    (lambda m, x, y: square(m, x, y, 0.1, p_init=0.0), r"p_init .* must be in \(0, 1\]"),
+    (lambda m, x, y: perturb("autoattack", m, x, y, eps=0.1, alpha=0.1),
+     r"takes no option\(s\) \['alpha'\]"),
+    (lambda m, x, y: perturb("cw", m, x, y, eps=0.1), "unknown perturbation 'cw'"),
+])
+def test_bad_ladder_arguments_raise_naming_them(trained, call, match):
+    model, x, y = trained
+    with pytest.raises(ValueError, match=match):
+        call(model, x[:8], y[:8])
+
+
+def test_autoattack_needs_four_logits():
+    model = _linear(3)
+    x = _interior_images(4, 0.1)
+    with pytest.raises(ValueError, match="at least 4 logits"):
+        autoattack(model, x, model(x).argmax(1), 0.1)

@@ -43,7 +43,8 @@ STYLE = {
 
 #: Human names of perturbation kinds and table columns used in axis labels.
 _NAMES = {
-    "fgsm": "FGSM", "pgd": "PGD", "gaussian_noise": "Gaussian noise",
+    "fgsm": "FGSM", "pgd": "PGD", "autoattack": "autoattack (APGD-CE, APGD-T)",
+    "square": "Square (black box)", "gaussian_noise": "Gaussian noise",
     "gaussian_blur": "Gaussian blur", "contrast": "contrast", "rotation": "rotation",
     "elastic": "elastic", "in_distribution": "in distribution",
 }
@@ -348,9 +349,11 @@ def plot_accuracy_curves(curves: pd.DataFrame, *, hue: str = "arch", ncols: int 
     Parameters
     ----------
     curves : pandas.DataFrame
-        Rows of :func:`topolip.robustness.robustness_curves` with ``hue`` and ``seed`` columns
-        added: ``perturbation``, ``strength``, ``unit``, ``accuracy``. Lines are means over
-        seeds, bands one standard deviation (two seeds or more).
+        Rows of :func:`topolip.robustness.robustness_curves` or ``robustness.csv`` (the attack
+        ladder of :func:`topolip.robustness.attack_ladder`, then the corruptions) with ``hue``
+        and ``seed`` columns: ``perturbation``, ``strength``, ``unit``, ``accuracy``. One panel
+        per perturbation in the table's order (the ladder's weak to strong). Lines are means
+        over seeds, bands one standard deviation (two seeds or more).
     hue : str, default="arch"
         Column with one line (and colour) per value.
     ncols : int, default=3

@@ -605,6 +605,21 @@ SCHEMA: dict[str, Param] = {p.name: p for p in (
     _P("severities", _List(_SEVERITY), "corruption severities of the accuracy curves"),
     _P("topolip_strengths", _Strengths(), "kind: strength of the TopoLip measurement "
        "(on attack_eps / severities)"),
+    # attack ladder and gradient-masking checks (04_robustness)
+    _P("n_ladder", _Int(1), "test images per model of 04's attack ladder and corruption "
+       "curves (<= n_test)"),
+    _P("ladder_pgd_steps", _Int(1), "steps of the ladder's PGD (> pgd_steps)"),
+    _P("ladder_pgd_restarts", _Int(1), "random restarts of the ladder's PGD (per-image worst)"),
+    _P("apgd_steps", _Int(1), "iterations of each APGD run of autoattack (standard: 100)"),
+    _P("apgd_target_classes", _Int(1, 9), "target classes of APGD-T: the most likely wrong "
+       "classes (standard: 9)"),
+    _P("square_queries", _Int(1), "queries per image of the black-box Square attack "
+       "(standard: 5000)"),
+    _P("masking_large_eps", _EPS, "budget at which PGD must take accuracy to about 0"),
+    _P("masking_tolerance", _Float(0.0, 1.0), "slack of the masking checks' accuracy "
+       "comparisons"),
+    _P("masking_zero_accuracy", _Float(0.0, 1.0), "accuracy below which large_eps_to_zero "
+       "passes"),
     # distribution shift
     _P("ood_sets", _List(_OneOf(names=_ood_sets)), "out-of-distribution sets"),
     _P("n_ood", _Int(1), "images per OOD set (<= the smallest chosen set)"),
@@ -657,6 +672,14 @@ def _rule_sizes(p):
                "noise floor compares the clean batch with a disjoint one of the same size")
     if "n_robust" in p and "n_test" in p and p["n_robust"] > p["n_test"]:
         yield ("n_robust", "n_test"), f"n_robust must be <= n_test ({p['n_test']})"
+    if "n_ladder" in p and "n_test" in p and p["n_ladder"] > p["n_test"]:
+        yield ("n_ladder", "n_test"), f"n_ladder must be <= n_test ({p['n_test']})"
+    if "pgd_steps" in p and "ladder_pgd_steps" in p \
+            and p["pgd_steps"] >= p["ladder_pgd_steps"]:
+        yield (("pgd_steps", "ladder_pgd_steps"),
+               f"pgd_steps ({p['pgd_steps']}) must be below ladder_pgd_steps "
+               f"({p['ladder_pgd_steps']}): the masking check compares the short PGD with the "
+               "ladder's")
     if {"dataset", "n_train", "n_test"} <= set(p):
         n_tr, n_te, _ = _IMAGES[p["dataset"]]
         if n_te is None and p["n_train"] + p["n_test"] > n_tr:
