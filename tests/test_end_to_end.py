@@ -19,6 +19,7 @@ TINY = [
     "n_points=30",
     # 04_robustness: two strengths per kind, few images
     "n_robust=30", "attack_eps=[0.0, 0.1]", "pgd_steps=2", "severities=[0, 2]",
+    "n_ladder=30", "ladder_pgd_steps=3", "apgd_steps=3", "square_queries=20",
     "topolip_strengths={fgsm: 0.1, pgd: 0.1, gaussian_noise: 2, gaussian_blur: 2, contrast: 2, "
     "rotation: 2, elastic: 2}",
     # 06_ood
@@ -69,9 +70,17 @@ def test_chain_and_book(tmp_path):
 
     # 04_robustness: accuracy curves, within-kind Kendall tests
     curves = pd.read_csv(tables / "robustness.csv")
-    assert len(curves) == 4 * (2 * 2 + 5 * 2)  # archs x (attacks x eps + corruptions x sev.)
+    # archs x (ladder attacks x eps + Square at 0 and the TopoLip eps + corruptions x sev.)
+    assert len(curves) == 4 * (3 * 2 + 2 + 5 * 2)
+    assert set(curves["perturbation"]) >= {"fgsm", "pgd", "autoattack", "square"}
     clean = curves[curves["strength"] == 0]
     assert (clean["accuracy"] == clean["accuracy_clean"]).all()
+    at = curves[curves["strength"] == 0.1].pivot_table(index=["arch", "seed"],
+                                                        columns="perturbation", values="accuracy")
+    assert (at["autoattack"] <= at["pgd"] + 1e-12).all()  # per image the worst of the ladder
+    masking = pd.read_csv(tables / "masking.csv")
+    assert set(masking["check"]) >= {"all", "pgd_le_fgsm", "large_eps_to_zero"}
+    assert len(masking[masking["check"] == "all"]) == 4
     smooth = pd.read_csv(tables / "smoothness.csv")
     assert set(smooth["group"]) == set(summary["perturbation"]) | {"stratified"}
     # 06_ood: unpaired, so no envelope, but every displacement is defined

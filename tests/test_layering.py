@@ -30,6 +30,7 @@ TORCH_FREE = [
     "topolip.distances",
     "topolip.stats",
     "topolip.measure_study",
+    "topolip.masking",
     "topolip.claims",
     "topolip.bound_tables",
     "topolip.report",

@@ -40,7 +40,8 @@ ARCH_LABELS: dict[str, str] = {
 
 #: Human names of the perturbation kinds and out-of-distribution sets.
 KIND_LABELS: dict[str, str] = {
-    "fgsm": "FGSM", "pgd": "PGD", "random_sign": "random sign", "gaussian_noise": "Gaussian noise",
+    "fgsm": "FGSM", "pgd": "PGD", "autoattack": "APGD-CE + APGD-T", "square": "Square (black box)",
+    "random_sign": "random sign", "gaussian_noise": "Gaussian noise",
     "gaussian_blur": "Gaussian blur", "contrast": "contrast", "rotation": "rotation",
     "elastic": "elastic", "digits": "digits", "inverted_mnist": "inverted MNIST",
     "photo_patches": "photo patches", "in_distribution": "in distribution",
