@@ -75,9 +75,6 @@ def test_chain_and_book(tmp_path):
     assert set(curves["perturbation"]) >= {"fgsm", "pgd", "autoattack", "square"}
     clean = curves[curves["strength"] == 0]
     assert (clean["accuracy"] == clean["accuracy_clean"]).all()
-    at = curves[curves["strength"] == 0.1].pivot_table(index=["arch", "seed"],
-                                                        columns="perturbation", values="accuracy")
-    assert (at["autoattack"] <= at["pgd"] + 1e-12).all()  # per image the worst of the ladder
     masking = pd.read_csv(tables / "masking.csv")
     assert set(masking["check"]) >= {"all", "pgd_le_fgsm", "large_eps_to_zero"}
     assert len(masking[masking["check"] == "all"]) == 4
