@@ -7,7 +7,11 @@ PROFILE ?= quick
 PARAMS  ?=
 PYTEST_ARGS ?=
 
-.PHONY: install book run test test-fast browser-test lint bench lock clean clean-results
+LINT    := .venv-lint
+AXE     := .ci/node_modules/axe-core/axe.min.js
+AXE_VERSION := 4.11.0
+
+.PHONY: install book run test test-fast browser-test lint bench lock clean clean-results pdf axe
 
 $(BIN)/.installed: requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,11 +39,33 @@ test-fast: install
 ## make browser-test: the built book (_build/html, from `make book`) in headless chromium with the
 ## network off: pages load, images load, math typeset, internal links resolve, no error output.
 ## Needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver).
-browser-test: install
-	$(BIN)/python -m pytest -m browser tests/test_browser.py $(PYTEST_ARGS)
+## It also runs axe-core (npm, installed into the git-ignored .ci/node_modules by `make axe`) on
+## every page, and checks the PDF of `make pdf` against the HTML (tests/test_pdf.py).
+browser-test: install $(AXE)
+	$(BIN)/python -m pytest -m browser tests/test_browser.py tests/test_pdf.py $(PYTEST_ARGS)
 
-lint: install
+## make pdf: the built book (make book first) printed to _build/pdf/<name>.pdf by Debian's
+## headless chromium, offline; a copy goes into _build/html for the site's link.
+pdf: install
+	$(BIN)/topolip pdf
+
+## make axe: npm's axe-core for the browser test's accessibility check (no network at test time)
+axe: $(AXE)
+$(AXE):
+	npm install --silent --no-audit --no-fund --prefix .ci axe-core@$(AXE_VERSION)
+
+## make lint: ruff; actionlint on the workflow and cffconvert on CITATION.cff, from their own
+## small environment .venv-lint (requirements-lint.lock: cffconvert needs jsonschema<4, which
+## the book's packages cannot share).
+$(LINT)/.installed: requirements-lint.lock
+	@test -x $(LINT)/bin/python || $(PYTHON) -m venv $(LINT)
+	$(LINT)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-lint.lock
+	@touch $@
+
+lint: install $(LINT)/.installed
 	$(BIN)/ruff check topolip tests benchmarks notebooks
+	$(LINT)/bin/actionlint .github/workflows/*.yml
+	$(LINT)/bin/cffconvert --validate -i CITATION.cff
 
 ## make bench: speed and memory against the reference tools (prints ratios)
 bench: install
@@ -55,4 +81,4 @@ clean-results:
 	rm -rf results book/notebooks _build
 
 clean: clean-results
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(LINT) .ci/node_modules
