@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 
 LINT    := .venv-lint
 AXE     := .ci/node_modules/axe-core/axe.min.js
-AXE_VERSION := 4.11.0
+AXE_VERSION := 4.14.1
 
 .PHONY: install book run test test-fast browser-test lint bench lock clean clean-results pdf axe
 
