@@ -11,6 +11,7 @@ Examples::
     topolip run --dry-run epochs=2                 # what would execute, and why
     topolip figure fig-noise-floor                 # redraw one figure from the saved tables
     topolip diff results/before results/after      # which verdicts, numbers and tables changed
+    topolip pdf                                    # _build/html printed to _build/pdf/*.pdf
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def _run(args) -> int:
 def _add_figure_command(sub) -> None:
     """``topolip figure ID [--profile NAME] [--results-dir DIR]``: redraw one registered figure."""
     p = sub.add_parser("figure", help="redraw one figure from the saved tables")
-    p.add_argument("fig_id", metavar="ID", help="figure id, e.g. fig-topolip-by-layer")
+    p.add_argument("fig_id", metavar="ID", help="figure id, e.g. fig-noise-floor")
     p.add_argument("--profile", default="quick",
                    help="read the tables of this profile's results_dir (a profile without a "
                         "file reads results/NAME)")
@@ -110,6 +111,23 @@ def _diff(args) -> int:
     return 1 if diff.verdict_changed else 0
 
 
+def _add_pdf_command(sub) -> None:
+    """``topolip pdf [--html DIR]``: print the built book to ``_build/pdf/<name>.pdf``."""
+    p = sub.add_parser("pdf", help="print the built book (_build/html) to one PDF with "
+                                   "headless chromium, offline")
+    p.add_argument("--root", default=".", type=Path, help="repository root (default .)")
+    p.add_argument("--html", default=None, type=Path,
+                   help="the built book (default ROOT/_build/html)")
+
+
+def _pdf(args) -> int:
+    from .pipeline.pdf import build_pdf
+
+    out = build_pdf(args.html or args.root / "_build" / "html", args.root)
+    print(f"[topolip] PDF: {out} ({out.stat().st_size / 1e6:.1f} MB)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit status (0 ok, 1 a failed run, 2 a bad input).
 
@@ -141,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                            help="print what would execute and why; execute nothing")
     _add_figure_command(sub)
     _add_diff_command(sub)
+    _add_pdf_command(sub)
     args = parser.parse_args(argv)
     if hasattr(signal, "SIGPIPE"):  # `topolip params | head` ends quietly, as Unix tools do
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
@@ -149,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
             return _figure(args)
         if args.command == "diff":
             return _diff(args)
+        if args.command == "pdf":
+            return _pdf(args)
         return _run(args)
     except Exception as exc:
         if args.debug:
