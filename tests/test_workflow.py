@@ -97,3 +97,15 @@ def test_the_repository_is_named_in_one_place():
     # nothing else spells the repository's address
     for path in (WORKFLOW, ROOT / "book/reproduce.md", ROOT / "book/figures.md"):
         assert url not in path.read_text(), path
+
+
+def test_binder_is_the_lock_with_cpu_torch():
+    lock = (ROOT / "requirements.lock").read_text().splitlines()
+    binder = [line for line in (ROOT / "binder/requirements.txt").read_text().splitlines()
+              if line and not line.startswith("#")]
+    assert binder[0] == "--extra-index-url https://download.pytorch.org/whl/cpu"
+    expected = [re.sub(r"^((torch|torchvision)==.*)$", r"\1+cpu", line) for line in lock
+                if not re.match(r"^(nvidia-|cuda-|triton==)", line)]
+    assert binder[1:] == expected, "run `make binder` after changing requirements.lock"
+    assert "torch==" in "\n".join(binder) and not any("nvidia" in b for b in binder)
+    assert (ROOT / "binder/postBuild").stat().st_mode & 0o111

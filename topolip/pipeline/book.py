@@ -118,11 +118,25 @@ def site_url(repository: str) -> str:
     return repository.rstrip("/") + "/"
 
 
-def install_cell(repository: str) -> nbformat.NotebookNode:
-    """A code cell that, outside the repository, clones it and installs the companion.
+def install_cell(repository: str, *, site: str | None = None, results_dir: str | None = None,
+                 profile: str | None = None, needs_models: bool = False
+                 ) -> nbformat.NotebookNode:
+    """A code cell that makes a downloaded chapter run as downloaded.
 
-    Inside the repository (or wherever ``topolip`` is importable) it does nothing. Tagged
-    ``remove-cell``, so the book page does not show it; the downloaded ``.ipynb`` starts with it.
+    Outside the repository (Colab, a download) it clones the repository and installs the
+    companion; on Binder (``binder/``) the companion is installed already. Then, when the
+    chapter's results folder has no tables, it fetches the published ones
+    (``{site}published/{profile}.tar.gz``, :func:`publish_results`), and when the chapter
+    measures trained models (``needs_models``) and none is there, it trains them
+    (``topolip run --only 01_train``, minutes on a CPU). Tagged ``remove-cell``: the book page
+    does not show it; the ``.ipynb`` starts with it.
+
+    >>> "clone" in install_cell("https://github.com/o/r").source
+    True
+    >>> "01_train" in install_cell("https://github.com/o/r", site="https://o.github.io/r/",
+    ...                            results_dir="results/quick", profile="quick",
+    ...                            needs_models=True).source
+    True
     """
     source = (
         "# Opened outside the repository (Colab, Binder, a download)? This cell fetches the\n"
@@ -134,7 +148,38 @@ def install_cell(repository: str) -> nbformat.NotebookNode:
         "    os.chdir(\"topolip-companion\")\n"
         "    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"--quiet\", \"-e\", "
         "\".\"], check=True)\n")
+    if site and results_dir and profile:
+        source += (
+            "# The tables this chapter reads: the published run's, when none are here.\n"
+            "import pathlib, tarfile, urllib.request\n"
+            f"_results = pathlib.Path({results_dir!r})\n"
+            "if not (_results / \"tables\").is_dir():\n"
+            f"    _url = {site + 'published/' + profile + '.tar.gz'!r}\n"
+            "    _tgz, _ = urllib.request.urlretrieve(_url)\n"
+            "    _results.parent.mkdir(parents=True, exist_ok=True)\n"
+            "    with tarfile.open(_tgz) as _tar:\n"
+            "        _tar.extractall(_results.parent, filter=\"data\")\n")
+        if needs_models:
+            source += (
+                "# This chapter measures the trained models: train them if none are here.\n"
+                "if not any((_results / \"models\").glob(\"*\")):\n"
+                "    subprocess.run([sys.executable, \"-m\", \"topolip.cli\", \"run\", "
+                f"\"--profile\", {profile!r}, \"--only\", \"01_train\"], check=True)\n")
     return nbformat.v4.new_code_cell(source, metadata={"tags": ["remove-cell"]})
+
+
+_LOCAL_SCHEDULER = re.compile(r'^scheduler = "tcp://(?:127\.0\.0\.1|localhost):\d+"$', re.M)
+
+
+def _portable(nb) -> None:
+    """The build's own Dask address (a temporary local cluster) becomes ``"local"`` in the
+    injected parameters, so the downloaded notebook starts its own."""
+    for cell in nb.cells:
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            cell.source = _LOCAL_SCHEDULER.sub('scheduler = "local"', cell.source)
+    params = (nb.metadata.get("papermill") or {}).get("parameters") or {}
+    if str(params.get("scheduler", "")).startswith("tcp://127.0.0.1:"):
+        params["scheduler"] = "local"
 
 
 def _config_paths(config: dict) -> list[str]:
@@ -189,17 +234,40 @@ def stage_book(root: str | Path, dest: str | Path) -> Path:
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
     repository = repository_url(root)
+    site = site_url(repository)
     (dest / SITE_EXTRA).mkdir()
+    deps = {}
+    if (root / "notebooks" / "dependencies.yml").exists():
+        deps = yaml.safe_load((root / "notebooks" / "dependencies.yml").read_text()) or {}
     for doc in docs:
         (dest / doc).parent.mkdir(parents=True, exist_ok=True)
         if doc.suffix == ".ipynb":
             nb = nbformat.read(root / doc, as_version=4)
-            nb.cells.insert(0, install_cell(repository))
+            params = (nb.metadata.get("papermill") or {}).get("parameters") or {}
+            results_dir = params.get("results_dir")
+            reads = (deps.get(doc.stem) or {}).get("reads") or []
+            nb.cells.insert(0, install_cell(
+                repository, site=site, results_dir=results_dir,
+                profile=_profile_of(root, results_dir),
+                needs_models=any(r.endswith("tables/models.csv") for r in reads)))
+            _portable(nb)
             nbformat.write(nb, dest / doc)
         else:
             shutil.copy2(root / doc, dest / doc)
     publish_results(root, dest, docs)
     return dest
+
+
+def _profile_of(root: Path, results_dir: str | None) -> str | None:
+    """The profile named by the figure sidecars of ``results_dir`` (else its folder name)."""
+    if not results_dir:
+        return None
+    for path in sorted((root / results_dir / "figures").glob("*.json")):
+        with open(path) as f:
+            side = json.load(f)
+        if isinstance(side, dict) and side.get("profile"):
+            return str(side["profile"])
+    return Path(results_dir).name
 
 
 def glue_values(nb) -> dict[str, str]:
@@ -395,9 +463,95 @@ def _citation_meta(app, pagename, templatename, context, doctree):  # noqa: ARG0
     context["metatags"] = context.get("metatags", "") + meta
 
 
+#: The site's own style: formulas and wide tables scroll inside their box, never the page;
+#: table words wrap between words, not inside one; long code in headings may break.
+SITE_CSS = """
+.math, mjx-container[display="true"] { max-width: 100%; overflow-x: auto; overflow-y: hidden; }
+div.math { padding-bottom: 2px; }
+.topolip-table { max-width: 100%; overflow-x: auto; }
+.topolip-table td, .topolip-table th { word-break: normal; overflow-wrap: normal;
+                                       hyphens: none; }
+article h1, article h2, article h3 { overflow-wrap: anywhere; }
+article code.literal, article code.literal span.pre { white-space: normal !important;
+                                                       overflow-wrap: anywhere; }
+div.highlight pre { overflow-x: auto; max-width: 100%; }
+img { max-width: 100%; height: auto; }
+"""
+#: The theme's buttons label themselves ("Search", "Color mode") apart from the text they show
+#: ("Search Ctrl+K", "light/dark"), so their accessible name does not contain their visible
+#: text (WCAG 2.5.3, axe: label-content-name-mismatch): a control that shows text is named by it.
+SITE_JS = """
+function topolipNameByText() {
+  document.querySelectorAll("button[aria-label], a[aria-label], summary[aria-label]")
+    .forEach(b => {
+    const text = (b.textContent || "").replace(/\\s+/g, " ").trim();
+    const label = b.getAttribute("aria-label") || "";
+    if (text && !label.toLowerCase().includes(text.toLowerCase())) {
+      b.setAttribute("aria-label", text);
+    }
+  });
+}
+document.addEventListener("DOMContentLoaded", () => {
+  topolipNameByText();  // and again whenever the theme's scripts fill in a button
+  new MutationObserver(topolipNameByText).observe(document.body,
+                                                  {childList: true, subtree: true});
+});
+"""
+
+
+def _default_mode(app, pagename, templatename, context, doctree):  # noqa: ARG001
+    """An empty theme mode makes the theme log "Got invalid theme mode" on every page."""
+    if not context.get("default_mode"):
+        context["default_mode"] = "auto"
+
+
+_SCRIPT_LINE = re.compile(r"^\s*<script\b.*</script>\s*$")
+
+
+def tidy_page(text: str) -> str:
+    """Fix the theme's HTML that the browser test flags, in one built page.
+
+    A ``<script>`` line of the head repeated verbatim is dropped (sphinx-thebe's set-up script is
+    included twice under sphinx-book-theme; the copy throws ``Identifier 'THEBE_JS_URL' has
+    already been declared``), and the bibliography's ``role="list"``, whose entries are not
+    list items, is removed (axe: aria-required-children).
+
+    >>> tidy_page("<head>\\n<script>const A = 1;</script>\\n<script>const A = 1;</script>\\n"
+    ...           "</head>").count("const A")
+    1
+    """
+    head, sep, body = text.partition("</head>")
+    seen, lines = set(), []
+    for line in head.split("\n"):
+        if _SCRIPT_LINE.match(line):
+            if line.strip() in seen:
+                continue
+            seen.add(line.strip())
+        lines.append(line)
+    body = body.replace('<div role="list" class="citation-list">', '<div class="citation-list">')
+    # the search button shows "Search Ctrl+K": named by that text, not aria-label="Search"
+    body = re.sub(r'(<button class="[^"]*search-button__button[^"]*"[^>]*?) aria-label="Search"',
+                  r"\1", body)
+    return "\n".join(lines) + sep + body
+
+
+def _site_static(app) -> None:
+    """Write the site's CSS and JS into the build's sources and register them."""
+    folder = Path(app.srcdir) / "_topolip_static"
+    folder.mkdir(exist_ok=True)
+    (folder / "topolip-site.css").write_text(SITE_CSS)
+    (folder / "topolip-site.js").write_text(SITE_JS)
+    app.config.html_static_path.append(str(folder))
+
+
 def setup(app):
-    """This module as a Sphinx extension: the ``citation_*`` meta tags on every page."""
+    """This module as a Sphinx extension: the ``citation_*`` meta tags on every page, the
+    site's CSS and JS (see :func:`tidy_page` for the fixes :func:`build_book` makes after it)."""
+    app.connect("builder-inited", _site_static)
     app.connect("html-page-context", _citation_meta)
+    app.connect("html-page-context", _default_mode)
+    app.add_css_file("topolip-site.css")
+    app.add_js_file("topolip-site.js")
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
@@ -426,7 +580,12 @@ def build_book(root: str | Path = ".", *, strict: bool = True) -> Path:
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr)[-4000:]
         raise RuntimeError(f"jupyter-book build failed (exit {proc.returncode}):\n{tail}")
-    return root / "_build" / "html"
+    html = root / "_build" / "html"
+    for page in html.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        if (tidy := tidy_page(text)) != text:
+            page.write_text(tidy, encoding="utf-8")
+    return html
 
 
 def stage(root: str | Path, dest: str | Path) -> Path:
