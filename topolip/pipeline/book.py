@@ -344,7 +344,7 @@ def figure_bibtex(sidecar: dict, url: str, year: str, author: str) -> str:
       note         = {Commit 1a2b3c4; regenerate: topolip figure fig-a},
     }
     """
-    fig, commit = sidecar["figure"], str(sidecar.get("git_commit", ""))[:7]
+    fig, commit = sidecar["figure"], str(sidecar.get("git_commit") or "unknown")[:7]
     return "\n".join([
         f"@misc{{topolip-{fig}-{commit},",
         f"  title        = {{TopoLip companion, figure {fig} (profile {sidecar.get('profile')})}},",
@@ -361,7 +361,7 @@ def _figures_page(sidecars: list[dict], blocks: dict[str, dict], profile: str, s
     for side in sidecars:
         fig = side["figure"]
         block = blocks.get(fig, {})
-        commit = str(side.get("git_commit", ""))[:7] + (" (uncommitted changes)"
+        commit = str(side.get("git_commit") or "unknown")[:7] + (" (uncommitted changes)"
                                                         if side.get("git_dirty") else "")
         alt = (block.get("alt") or f"Thumbnail of figure {fig}").replace("\n", " ")
         data = " · ".join(
