@@ -50,9 +50,10 @@ def test_print_page_joins_the_toc_pages_in_order_with_rebased_links(tmp_path):
                                                    "book/notebooks/01_train.html"]
     assert [s.h1.get_text() for s in sections] == ["Intro", "1. Training"]
     assert [i["src"] for i in soup.find_all("img")] == ["_images/a.png", "_images/b.png"]
+    site = "https://topolip.github.io/topolip-companion/"  # no repository.url: the default
     assert [a["href"] for a in soup.find_all("a")] == [
-        "book/other.html#sec", "https://example.org/", "book/notebooks/other.html#sec",
-        "https://example.org/"]
+        f"{site}book/other.html#sec", "https://example.org/",
+        f"{site}book/notebooks/other.html#sec", "https://example.org/"]
     scripts = [s.get("src") for s in soup.head.find_all("script")]
     assert scripts == [None, "_static/mathjax/tex-chtml.js"]  # MathJax and its config only
     assert soup.head.find("link")["href"] == "_static/theme.css"

@@ -37,7 +37,8 @@ from urllib.parse import urlsplit
 import nbformat
 import yaml
 
-__all__ = ["SOURCES", "build_book", "figure_bibtex", "glue_values", "install_cell",
+__all__ = ["SOURCES", "build_book", "figure_bibtex", "figure_links", "glue_values",
+           "install_cell",
            "publish_results", "site_url", "stage", "stage_book", "toc_documents"]
 
 #: What a book build needs from the repository (tests stage these into a scratch folder).
@@ -441,6 +442,39 @@ def publish_results(root: str | Path, dest: str | Path, docs: list[Path] | None 
         page.write_text(page.read_text().replace(FIGURES_MARKER, text))
 
 
+_FIGURE_END = re.compile(r'(<figure\b[^>]*\bid="(fig-[^"]+)"[^>]*>.*?</figcaption>)', re.S)
+
+
+def figure_links(text: str, sidecars: dict[str, tuple[str, dict]], up: str) -> str:
+    """Under each published figure of a page, links to its data and its provenance.
+
+    ``sidecars`` maps a figure id to (profile, sidecar); ``up`` leads from the page to the
+    site's root (``"../../"`` for ``book/notebooks/NN.html``). The links open
+    ``published/<profile>/`` (:func:`publish_results`): the tables the figure was drawn from,
+    each with its sidecar, and the figure's own sidecar.
+
+    >>> side = {"fig-a": ("quick", {"tables": ["tables/t.csv"]})}
+    >>> print(figure_links('<figure id="fig-a"><figcaption>A</figcaption></figure>', side, "../"))
+    <figure id="fig-a"><figcaption>A</figcaption><p class="topolip-figure-links">data: <a \
+href="../published/quick/tables/t.csv">t.csv</a> (<a href="../published/quick/tables/t.json">\
+sidecar</a>) · <a href="../published/quick/figures/fig-a.json">provenance</a></p></figure>
+    """
+    def add(match: re.Match) -> str:
+        fig = match.group(2)
+        if fig not in sidecars or "topolip-figure-links" in text[match.end():match.end() + 40]:
+            return match.group(1)
+        profile, side = sidecars[fig]
+        base = f"{up}published/{profile}"
+        data = " · ".join(
+            f'<a href="{base}/{t}">{Path(t).name}</a> (<a href="{base}/'
+            f'{Path(t).with_suffix(".json").as_posix()}">sidecar</a>)'
+            for t in side.get("tables", []))
+        return (f'{match.group(1)}<p class="topolip-figure-links">data: {data or "none"} · '
+                f'<a href="{base}/figures/{fig}.json">provenance</a></p>')
+
+    return _FIGURE_END.sub(add, text)
+
+
 def _citation_meta(app, pagename, templatename, context, doctree):  # noqa: ARG001
     """Sphinx ``html-page-context``: Highwire ``citation_*`` tags (Google Scholar, Zotero)."""
     config = app.config
@@ -581,9 +615,17 @@ def build_book(root: str | Path = ".", *, strict: bool = True) -> Path:
         tail = (proc.stdout + proc.stderr)[-4000:]
         raise RuntimeError(f"jupyter-book build failed (exit {proc.returncode}):\n{tail}")
     html = root / "_build" / "html"
+    sidecars = {}
+    for path in sorted(html.glob("published/*/figures/*.json")):
+        with open(path) as f:
+            side = json.load(f)
+        if isinstance(side, dict) and "figure" in side:
+            sidecars[side["figure"]] = (path.parent.parent.name, side)
     for page in html.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
-        if (tidy := tidy_page(text)) != text:
+        depth = len(page.relative_to(html).parts) - 1
+        tidy = figure_links(tidy_page(text), sidecars, "../" * depth)
+        if tidy != text:
             page.write_text(tidy, encoding="utf-8")
     return html
 

@@ -34,7 +34,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from .book import toc_documents
+from .book import repository_url, site_url, toc_documents
 
 __all__ = ["build_pdf", "pdf_name", "print_page"]
 
@@ -159,6 +159,7 @@ def print_page(html: str | Path, root: str | Path = ".") -> Path:
     style.string = PRINT_CSS
     out.head.append(style)
     main = out.find("main")
+    site = site_url(repository_url(root))
     for page in pages:
         soup = bs4.BeautifulSoup((html / page).read_text(encoding="utf-8"), "html.parser")
         article = soup.find("article") or soup.body
@@ -167,6 +168,8 @@ def print_page(html: str | Path, root: str | Path = ".") -> Path:
             for attr in ("href", "src"):
                 if _is_relative(tag.get(attr, "")):
                     tag[attr] = _rebase(tag[attr], page_dir)
+                    if tag.name == "a" and attr == "href":  # the PDF's links open the site
+                        tag[attr] = site + tag[attr]
         section = out.new_tag("section", attrs={"class": "topolip-print-chapter",
                                                 "data-page": page.as_posix()})
         section.extend(list(article.children))
