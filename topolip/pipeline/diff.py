@@ -312,7 +312,7 @@ def format_diff(diff: ResultsDiff) -> list[str]:
             lines.append("  same decision, numbers moved:")
             lines += [f"    {_describe(v)}" for v in moved]
     else:
-        lines.append("verdicts: no verdicts.csv in both folders")
+        lines.append("verdicts: verdicts.csv is missing from one folder or both")
     if diff.glue:
         lines.append(f"glued numbers: {len(diff.glue)} moved")
         lines += [f"  {k}: {x} -> {y}" for k, x, y in diff.glue]
