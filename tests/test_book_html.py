@@ -168,3 +168,76 @@ def test_checker_reads_the_chapters_from_the_toc():
     assert pages[0] == "book/notebooks/00_theory"
     assert "book/notebooks/09_measures" in pages
     assert pages.index("book/notebooks/09_measures") < pages.index("book/notebooks/08_verdict")
+
+
+LAUNCH = re.compile(r'href="(https://(?:mybinder\.org/v2/gh|colab\.research\.google\.com/github)'
+                    r'/[^"]+)"')
+
+
+def launch_targets(html: Path) -> dict[str, list[tuple[str, str, str]]]:
+    """Every Binder and Colab link of the built pages: ``{page: [(url, branch, path)]}``.
+
+    ``path`` is the file the link opens in the repository, ``branch`` the branch it opens."""
+    found: dict[str, list[tuple[str, str, str]]] = {}
+    for page in sorted(html.rglob("*.html")):
+        for url in LAUNCH.findall(page.read_text(encoding="utf-8")):
+            url = url.replace("&amp;", "&")
+            if m := re.match(r"https://mybinder\.org/v2/gh/[^/]+/[^/]+/([^?]+)\?urlpath=lab/tree/"
+                             r"(.+)$", url):
+                branch, path = m.groups()
+            elif m := re.match(r"https://colab\.research\.google\.com/github/[^/]+/[^/]+/blob/"
+                               r"([^/]+)/(.+)$", url):
+                branch, path = m.groups()
+            else:
+                branch, path = "", ""
+            found.setdefault(page.relative_to(html).as_posix(), []).append((url, branch, path))
+    return found
+
+
+def launch_problems(html: Path, staged: Path) -> list[str]:
+    """Launch links that do not open a file the deploy publishes.
+
+    The deploy workflow commits the staged notebooks (``staged`` = ``_build/.book``, the
+    executed notebooks with their install cell) to the branch ``_config.yml`` names
+    (``repository.branch``); every launch link must open that branch and one of those files,
+    and every notebook page must have its links."""
+    branch = yaml.safe_load((staged / "_config.yml").read_text())["repository"]["branch"]
+    problems = []
+    targets = launch_targets(html)
+    for page, links in targets.items():
+        for url, on, path in links:
+            if on != branch:
+                problems.append(f"{page}: {url} opens branch {on!r}, not {branch!r}")
+            elif not path.endswith(".ipynb") or not (staged / path).is_file():
+                problems.append(f"{page}: {url} opens {path!r}, which the deploy does not "
+                                "publish")
+    for rel in chapters(staged):
+        if not targets.get(f"{rel}.html"):
+            problems.append(f"{rel}.html: no launch link")
+    return problems
+
+
+def test_launch_checker(tmp_path):
+    staged = tmp_path / "staged"
+    (staged / "book/notebooks").mkdir(parents=True)
+    (staged / "_config.yml").write_text("repository: {url: 'https://github.com/o/r', "
+                                        "branch: launch}\n")
+    (staged / "_toc.yml").write_text("root: book/intro\nchapters:\n"
+                                     "  - file: book/notebooks/01_train\n")
+    (staged / "book/notebooks/01_train.ipynb").write_text("{}")
+    html = tmp_path / "html"
+    (html / "book/notebooks").mkdir(parents=True)
+    good = ('<a href="https://mybinder.org/v2/gh/o/r/launch?urlpath=lab/tree/book/notebooks/'
+            '01_train.ipynb">b</a><a href="https://colab.research.google.com/github/o/r/blob/'
+            'launch/book/notebooks/01_train.ipynb">c</a>')
+    (html / "book/notebooks/01_train.html").write_text(good)
+    assert launch_problems(html, staged) == []
+    assert [p for _, p, _ in launch_targets(html)["book/notebooks/01_train.html"]] == [
+        "launch", "launch"]
+    (html / "book/notebooks/01_train.html").write_text(good.replace("launch/", "main/"))
+    assert "opens branch 'main'" in launch_problems(html, staged)[0]
+    (html / "book/notebooks/01_train.html").write_text(good.replace("01_train.ipynb",
+                                                                    "02_x.ipynb"))
+    assert "which the deploy does not publish" in launch_problems(html, staged)[0]
+    (html / "book/notebooks/01_train.html").write_text("")
+    assert launch_problems(html, staged) == ["book/notebooks/01_train.html: no launch link"]

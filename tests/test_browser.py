@@ -10,7 +10,11 @@ For every page: it loads; every resource it requests exists (no 404); every imag
 (``naturalWidth > 0``); the math has been typeset (no raw ``\\(`` or ``\\[`` left outside code);
 every internal link resolves (file and anchor); no cell output shows "Traceback" or an
 "...Error"; every figure with a ``fig-...`` id (``publish_figure``) shows its provenance line
-(its id and "regenerate:") in its caption. ``make browser-test`` runs it on ``_build/html``
+(its id and "regenerate:") in its caption; the browser's console logs no error; at a phone's
+width (420 px) the page does not scroll sideways; axe-core (npm's, injected from
+``.ci/node_modules``, installed by ``make axe``) finds no serious or critical WCAG 2.1 A/AA
+violation; and every entry of the bibliography is cited somewhere in the book.
+``make browser-test`` runs it on ``_build/html``
 (``make book`` first); ``test_checker_flags_a_planted_broken_page`` shows that each check can fail.
 """
 
@@ -38,6 +42,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = Path(os.environ.get("TOPOLIP_BOOK_HTML", ROOT / "_build" / "html"))
 REQUIRE = os.environ.get("TOPOLIP_REQUIRE_BROWSER") == "1"  # CI: fail instead of skipping
+AXE = ROOT / ".ci" / "node_modules" / "axe-core" / "axe.min.js"
+PHONE = 420  # px: a phone's width for the overflow check
 
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -125,6 +131,7 @@ class Browser:
                    "args": [*CHROMIUM_FLAGS, f"--user-data-dir={self.profile}"]}
         caps = {"capabilities": {"alwaysMatch": {"browserName": "chrome",
                                                  "goog:chromeOptions": options,
+                                                 "goog:loggingPrefs": {"browser": "ALL"},
                                                  "timeouts": {"script": 30000,
                                                               "pageLoad": 30000}}}}
         self.session = self._call("POST", "/session", caps)["sessionId"]
@@ -145,9 +152,21 @@ class Browser:
     def get(self, url: str) -> None:
         self._call("POST", f"/session/{self.session}/url", {"url": url})
 
-    def run_async(self, script: str):
+    def run_async(self, script: str, *args):
         return self._call("POST", f"/session/{self.session}/execute/async",
-                          {"script": script, "args": []})
+                          {"script": script, "args": list(args)})
+
+    def run(self, script: str, *args):
+        return self._call("POST", f"/session/{self.session}/execute/sync",
+                          {"script": script, "args": list(args)})
+
+    def console(self) -> list[dict]:
+        """The browser console's entries since the last call (level, message)."""
+        return self._call("POST", f"/session/{self.session}/se/log", {"type": "browser"})
+
+    def width(self, width: int) -> None:
+        self._call("POST", f"/session/{self.session}/window/rect",
+                   {"width": width, "height": 1024})
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -194,6 +213,44 @@ if (document.readyState === "complete") settle();
 else window.addEventListener("load", settle);
 """
 
+#: Runs axe-core (already injected) with the WCAG 2.1 A/AA rules; reports the serious and
+#: critical violations of its standard rules (not those axe marks "experimental").
+AXE_RUN = r"""
+const done = arguments[arguments.length - 1];
+axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]},
+                   resultTypes: ["violations"]})
+  .then(r => done(r.violations.filter(v => (v.impact === "serious" || v.impact === "critical")
+                                          && !v.tags.includes("experimental"))
+    .map(v => ({id: v.id, impact: v.impact, n: v.nodes.length,
+                target: String(v.nodes[0].target).slice(0, 80)}))),
+        e => done([{id: "axe-error", impact: "critical", n: 1, target: String(e)}]));
+"""
+#: At the phone's width: whether the page scrolls sideways, and what sticks out most.
+OVERFLOW = r"""
+const width = document.documentElement.clientWidth;
+let worst = null;
+if (document.documentElement.scrollWidth > width + 1) {
+  const clipped = e => { for (let p = e.parentElement; p; p = p.parentElement) {
+    if (getComputedStyle(p).overflowX !== "visible") return true; } return false; };
+  for (const e of document.querySelectorAll(document.querySelector("article") ? "article *"
+                                                                               : "body *")) {
+    if (clipped(e)) continue;  // inside a box that scrolls or clips: not the page's overflow
+    const r = e.getBoundingClientRect();
+    if (r.right > width + 1 && (!worst || r.right > worst.right)) {
+      worst = {right: r.right, what: e.tagName + "." + (e.className || "").toString().slice(0, 40)};
+    }
+  }
+}
+return {scroll: document.documentElement.scrollWidth, width: width, worst: worst};
+"""
+#: Bibliography entries (sphinxcontrib-bibtex) and every link's fragment on the page.
+CITATIONS = r"""
+return {entries: Array.from(document.querySelectorAll(".citation[id], div.citation > [id]"))
+          .map(e => ({id: e.id, text: e.innerText.slice(0, 60)})),
+        fragments: Array.from(document.querySelectorAll("a[href*='#']"))
+          .map(a => decodeURIComponent(a.hash.slice(1)))};
+"""
+
 ERROR_TEXT = re.compile(r"\bTraceback\b|\b[A-Z]\w*Error\b")
 
 
@@ -202,8 +259,12 @@ def _anchor_exists(page: Path, fragment: str) -> bool:
     return bool(re.search(rf'\b(id|name)="{re.escape(fragment)}"', text))
 
 
-def check_site(html_dir: Path, browser: Browser, pages: list[Path] | None = None) -> dict:
+def check_site(html_dir: Path, browser: Browser, pages: list[Path] | None = None, *,
+               axe: Path | None = None) -> dict:
     """Open every page of ``html_dir`` (or ``pages``, relative to it) and list its problems.
+
+    With ``axe`` (the path of ``axe.min.js``), axe-core's serious and critical WCAG 2.1 A/AA
+    violations are problems too.
 
     Returns
     -------
@@ -215,6 +276,9 @@ def check_site(html_dir: Path, browser: Browser, pages: list[Path] | None = None
     pages = pages or sorted(p.relative_to(html_dir) for p in html_dir.rglob("*.html")
                             if "_static" not in p.parts and "_sources" not in p.parts)
     problems: dict[str, list[str]] = {}
+    axe_source = Path(axe).read_text(encoding="utf-8") if axe else None
+    entries: dict[str, tuple[str, str]] = {}  # bibliography id -> (page, text)
+    cited: set[str] = set()
     with serve(html_dir) as (base, missing):
         for page in pages:
             rel = Path(page).as_posix()
@@ -222,11 +286,32 @@ def check_site(html_dir: Path, browser: Browser, pages: list[Path] | None = None
             missing.clear()
             url = urljoin(base, rel)
             try:
+                browser.width(1280)
+                browser.console()  # forget the previous page's entries
                 browser.get(url)
                 info = browser.run_async(INSPECT)
+                for entry in browser.console():
+                    if entry.get("level") == "SEVERE" and "/favicon.ico" not in entry.get(
+                            "message", ""):  # the browser's own guess, as for the 404s
+                        found.append(f"console error: {entry.get('message', '')[:200]}")
+                refs = browser.run(CITATIONS)
+                if axe_source is not None:
+                    browser.run(axe_source + "\n;return true;")
+                    for v in browser.run_async(AXE_RUN):
+                        found.append(f"axe {v['impact']}: {v['id']} ({v['n']} nodes, first "
+                                     f"{v['target']})")
+                browser.width(PHONE)
+                browser.get(url)
+                wide = browser.run(OVERFLOW)
+                if wide["scroll"] > wide["width"] + 1:
+                    found.append(f"scrolls sideways at {PHONE} px: {wide['scroll']} > "
+                                 f"{wide['width']} px (widest: {wide['worst']})")
             except RuntimeError as exc:
                 problems[rel] = [f"page did not load: {exc}"]
                 continue
+            for e in refs["entries"]:
+                entries.setdefault(e["id"], (rel, e["text"]))
+            cited |= {f for f in refs["fragments"] if f}
             if info["ready"] != "complete":
                 found.append(f"page did not finish loading ({info['ready']})")
             for img in info["images"]:
@@ -255,6 +340,9 @@ def check_site(html_dir: Path, browser: Browser, pages: list[Path] | None = None
                         target, unquote(parts.fragment)):
                     found.append(f"broken anchor: {href[len(base):]}")
             problems[rel] = found
+    for ref_id, (rel, text) in sorted(entries.items()):
+        if ref_id not in cited:
+            problems[rel].append(f"reference never cited: {text!r}")
     return problems
 
 
@@ -280,7 +368,9 @@ def test_checker_flags_a_planted_broken_page(tmp_path, browser):
         '<a href="good.html#top">top</a> <a href="https://example.org/">outside</a>'
         '<figure id="fig-dot"><img src="dot.png" alt="dot"><figcaption>A dot. fig-dot · '
         'profile quick · commit 1a2b3c4 · regenerate: topolip figure fig-dot</figcaption></figure>'
-        '<div class="cell_output"><pre>accuracy 0.98</pre></div></body></html>')
+        '<div class="cell_output"><pre>accuracy 0.98</pre></div>'
+        '<p>As <a href="good.html#ref-a">A, 2020</a> showed.</p>'
+        '<div class="citation" id="ref-a">A. A paper. 2020.</div></body></html>')
     (tmp_path / "broken.html").write_text(
         '<html><body><h1>Broken</h1><img src="missing.png" alt="gone">'
         '<p>Raw: <span class="math notranslate nohighlight">\\(x^2\\)</span></p>'
@@ -288,7 +378,9 @@ def test_checker_flags_a_planted_broken_page(tmp_path, browser):
         '<div class="cell_output"><pre>Traceback (most recent call last):\n'
         'ValueError: boom</pre></div>'
         '<figure id="fig-dot"><img src="dot.png" alt="dot"><figcaption>A dot.</figcaption>'
-        '</figure></body></html>')
+        '</figure><script>console.error("boom");</script>'
+        '<div style="width:900px">a wide block</div>'
+        '<div class="citation" id="ref-b">B. Never cited. 2021.</div></body></html>')
     result = check_site(tmp_path, browser)
     assert result["good.html"] == []
     broken = "\n".join(result["broken.html"])
@@ -299,7 +391,33 @@ def test_checker_flags_a_planted_broken_page(tmp_path, browser):
     assert "broken anchor: good.html#no-such-anchor" in broken
     assert "error text in an output: 'Traceback'" in broken
     assert "figure fig-dot has no provenance line in its caption" in broken
-    assert len(result["broken.html"]) == 7, broken
+    assert "console error: " in broken and "boom" in broken
+    assert "scrolls sideways at 420 px" in broken
+    assert "reference never cited: 'B. Never cited. 2021.'" in broken
+    assert len(result["broken.html"]) == 11, broken  # the 404 also logs a console error
+
+
+@pytest.mark.browser
+def test_axe_flags_an_inaccessible_page(tmp_path, browser):
+    if not AXE.exists():
+        message = f"no {AXE}: run `make axe` (npm install axe-core into .ci/node_modules)"
+        if REQUIRE:
+            pytest.fail(message)
+        pytest.skip(message)
+    (tmp_path / "dot.png").write_bytes(PIXEL)
+    (tmp_path / "bad.html").write_text(
+        '<html><head><title>Bad</title></head><body><main><h1>Bad</h1>'
+        '<img src="dot.png"><a href="bad.html"></a>'
+        '<p style="color:#bbb;background:#fff">faint text</p></main></body></html>')
+    (tmp_path / "ok.html").write_text(
+        '<html lang="en"><head><title>OK</title></head><body><main><h1>OK</h1>'
+        '<img src="dot.png" alt="A dot"><a href="ok.html">this page</a>'
+        '<p>plain text</p></main></body></html>')
+    result = check_site(tmp_path, browser, axe=AXE)
+    assert result["ok.html"] == []
+    bad = "\n".join(result["bad.html"])
+    for rule in ("image-alt", "link-name", "color-contrast", "html-has-lang"):
+        assert f": {rule} (" in bad, bad
 
 
 @pytest.mark.browser
@@ -313,7 +431,25 @@ def test_the_built_book_in_a_browser(request):
             pytest.fail(message)
         pytest.skip(message)
     browser = request.getfixturevalue("browser")
-    result = check_site(BOOK, browser)
+    if not AXE.exists() and REQUIRE:
+        pytest.fail(f"no {AXE}: run `make axe`")
+    result = check_site(BOOK, browser, axe=AXE if AXE.exists() else None)
     assert any(p.startswith("book/notebooks/") for p in result), "the notebook pages were checked"
     bad = {page: found for page, found in result.items() if found}
     assert not bad, "\n".join(f"{page}:\n  " + "\n  ".join(found) for page, found in bad.items())
+
+
+@pytest.mark.browser
+def test_launch_buttons_open_published_notebooks():
+    """Every Binder/Colab link of the built book opens a notebook the deploy publishes."""
+    from test_book_html import launch_problems, launch_targets
+
+    staged = BOOK.parent / ".book"
+    if not (BOOK / "index.html").exists() or not (staged / "_toc.yml").exists():
+        message = f"no built book at {BOOK} with its staged sources {staged}: run `make book`"
+        if REQUIRE:
+            pytest.fail(message)
+        pytest.skip(message)
+    assert launch_targets(BOOK), "no launch link at all"
+    problems = launch_problems(BOOK, staged)
+    assert not problems, "\n".join(problems)

@@ -1,15 +1,17 @@
-"""Command line: ``topolip run|book|params [--profile NAME] [name=value ...]``.
+"""Command line: ``topolip run|book|params|figure|diff`` (``--profile NAME``, ``name=value``).
 
 Examples::
 
     topolip book                                   # quick profile, whole chain, then the book
     topolip book --profile quick epochs=2 seeds=[1]
-    topolip run --only 02_topolip eps=0.05         # one notebook (earlier outputs reused)
+    topolip run --only 02_topolip topolip_strengths.fgsm=0.1   # one notebook
     topolip params                                 # every parameter, its value, who reads it
     topolip params --schema                        # what each parameter allows
     topolip --debug run epochs=abc                 # the traceback, not just the one line
     topolip run --dry-run epochs=2                 # what would execute, and why
-    topolip figure fig-topolip-by-layer            # redraw one figure from the saved tables
+    topolip figure fig-noise-floor                 # redraw one figure from the saved tables
+    topolip diff results/before results/after      # which verdicts, numbers and tables changed
+    topolip pdf                                    # _build/html printed to _build/pdf/*.pdf
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def _run(args) -> int:
 def _add_figure_command(sub) -> None:
     """``topolip figure ID [--profile NAME] [--results-dir DIR]``: redraw one registered figure."""
     p = sub.add_parser("figure", help="redraw one figure from the saved tables")
-    p.add_argument("fig_id", metavar="ID", help="figure id, e.g. fig-topolip-by-layer")
+    p.add_argument("fig_id", metavar="ID", help="figure id, e.g. fig-noise-floor")
     p.add_argument("--profile", default="quick",
                    help="read the tables of this profile's results_dir (a profile without a "
                         "file reads results/NAME)")
@@ -86,6 +88,43 @@ def _figure(args) -> int:
         print(f"topolip: error: {message}", file=sys.stderr)
         return 2
     print(f"[topolip] {args.fig_id}: {png} (.svg, .json)")
+    return 0
+
+
+def _add_diff_command(sub) -> None:
+    """``topolip diff A B [--rtol R]``: what changed between two results folders."""
+    p = sub.add_parser("diff", help="compare two results folders: verdicts, glued numbers, "
+                                    "tables (exit 1 when a verdict changed)")
+    p.add_argument("before", type=Path, help="results folder (results/<profile>) or tables/")
+    p.add_argument("after", type=Path, help="the results folder to compare with it")
+    p.add_argument("--rtol", type=float, default=1e-3,
+                   help="relative tolerance for a number to count as moved (default 1e-3)")
+
+
+def _diff(args) -> int:
+    """Run ``topolip diff``: print the report; 1 when a verdict changed, else 0."""
+    from .pipeline.diff import diff_results, format_diff
+
+    diff = diff_results(args.before, args.after, rtol=args.rtol)
+    for line in format_diff(diff):
+        print(line)
+    return 1 if diff.verdict_changed else 0
+
+
+def _add_pdf_command(sub) -> None:
+    """``topolip pdf [--html DIR]``: print the built book to ``_build/pdf/<name>.pdf``."""
+    p = sub.add_parser("pdf", help="print the built book (_build/html) to one PDF with "
+                                   "headless chromium, offline")
+    p.add_argument("--root", default=".", type=Path, help="repository root (default .)")
+    p.add_argument("--html", default=None, type=Path,
+                   help="the built book (default ROOT/_build/html)")
+
+
+def _pdf(args) -> int:
+    from .pipeline.pdf import build_pdf
+
+    out = build_pdf(args.html or args.root / "_build" / "html", args.root)
+    print(f"[topolip] PDF: {out} ({out.stat().st_size / 1e6:.1f} MB)")
     return 0
 
 
@@ -119,12 +158,18 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--dry-run", action="store_true",
                            help="print what would execute and why; execute nothing")
     _add_figure_command(sub)
+    _add_diff_command(sub)
+    _add_pdf_command(sub)
     args = parser.parse_args(argv)
     if hasattr(signal, "SIGPIPE"):  # `topolip params | head` ends quietly, as Unix tools do
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         if args.command == "figure":
             return _figure(args)
+        if args.command == "diff":
+            return _diff(args)
+        if args.command == "pdf":
+            return _pdf(args)
         return _run(args)
     except Exception as exc:
         if args.debug:

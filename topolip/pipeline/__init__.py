@@ -3,7 +3,21 @@ of tables, and the book build. Science modules never import this package."""
 
 from __future__ import annotations
 
-from .book import SOURCES, build_book, install_cell, stage, stage_book, toc_documents
+from .book import (
+    SOURCES,
+    build_book,
+    figure_bibtex,
+    figure_links,
+    glue_values,
+    install_cell,
+    publish_results,
+    site_url,
+    stage,
+    stage_book,
+    tidy_page,
+    toc_documents,
+)
+from .diff import ResultsDiff, VerdictChange, diff_results, format_diff
 from .figures_io import (
     FIGURES,
     FigureSpec,
@@ -26,6 +40,7 @@ from .params import (
     schema_defaults,
     validate_params,
 )
+from .pdf import build_pdf, pdf_name, print_page
 from .provenance import library_fingerprint, provenance, read_table, write_table
 from .runner import (
     DependencyError,
@@ -46,4 +61,8 @@ __all__ = [
     "load_params", "load_profile", "notebook_parameters", "parse_override", "provenance",
     "publish_figure", "read_table", "redraw_figure", "register_figure", "run_chain",
     "schema_defaults", "stage", "stage_book", "toc_documents", "validate_params", "write_table",
+    # publishing (issue 19): the site's extras, the PDF, the verdict diff
+    "ResultsDiff", "VerdictChange", "build_pdf", "diff_results", "figure_bibtex", "figure_links",
+    "format_diff", "glue_values", "pdf_name", "print_page", "publish_results", "site_url",
+    "tidy_page",
 ]

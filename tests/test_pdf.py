@@ -1,0 +1,107 @@
+"""``make pdf``: the built book printed by headless chromium, checked against the HTML.
+
+The assembly of the print page (:func:`topolip.pipeline.pdf.print_page`) is tested on a small
+hand-made site; the PDF itself (``make pdf`` after ``make book``) is checked by
+``make browser-test`` with poppler's ``pdftotext``: every chapter's title in order, every
+numbered figure of the HTML, the glued numbers of the prose, page numbers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from topolip.pipeline.pdf import PDF_NAME, print_page
+
+bs4 = pytest.importorskip("bs4")
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = Path(os.environ.get("TOPOLIP_BOOK_HTML", ROOT / "_build" / "html"))
+REQUIRE = os.environ.get("TOPOLIP_REQUIRE_BROWSER") == "1"
+
+PAGE = """<html><head><link rel="stylesheet" href="../_static/theme.css">
+<script src="../_static/thebe.js"></script><script>window.MathJax = {{}};</script>
+<script defer src="../_static/mathjax/tex-chtml.js"></script></head><body>
+<nav>sidebar</nav><article><h1>{title}</h1><img src="../_images/{img}" alt="x">
+<a href="other.html#sec">link</a> <a href="https://example.org/">out</a></article></body></html>"""
+
+
+def test_print_page_joins_the_toc_pages_in_order_with_rebased_links(tmp_path):
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n"
+                                       "  - file: book/notebooks/01_train\n")
+    (tmp_path / "_config.yml").write_text("title: A book\n")
+    for doc in ("book/intro.md", "book/notebooks/01_train.ipynb"):
+        (tmp_path / doc).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / doc).write_text("")
+    html = tmp_path / "html"
+    (html / "book/notebooks").mkdir(parents=True)
+    (html / "book/intro.html").write_text(PAGE.format(title="Intro", img="a.png"))
+    (html / "book/notebooks/01_train.html").write_text(PAGE.replace("../", "../../").format(
+        title="1. Training", img="b.png"))
+    out = print_page(html, tmp_path)
+    soup = bs4.BeautifulSoup(out.read_text(), "html.parser")
+    sections = soup.select("section.topolip-print-chapter")
+    assert [s["data-page"] for s in sections] == ["book/intro.html",
+                                                   "book/notebooks/01_train.html"]
+    assert [s.h1.get_text() for s in sections] == ["Intro", "1. Training"]
+    assert [i["src"] for i in soup.find_all("img")] == ["_images/a.png", "_images/b.png"]
+    site = "https://topolip.github.io/topolip-companion/"  # no repository.url: the default
+    assert [a["href"] for a in soup.find_all("a")] == [
+        f"{site}book/other.html#sec", "https://example.org/",
+        f"{site}book/notebooks/other.html#sec", "https://example.org/"]
+    scripts = [s.get("src") for s in soup.head.find_all("script")]
+    assert scripts == [None, "_static/mathjax/tex-chtml.js"]  # MathJax and its config only
+    assert soup.head.find("link")["href"] == "_static/theme.css"
+    assert soup.find("nav") is None and "break-before: page" in soup.style.get_text()
+    (html / "book/intro.html").unlink()
+    with pytest.raises(FileNotFoundError, match="book/intro.html"):
+        print_page(html, tmp_path)
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"\s+", " ", text.replace("\u00ad", "").replace("-\n", "-")).strip()
+
+
+@pytest.mark.browser
+def test_the_pdf_matches_the_html():
+    pdf = BOOK / PDF_NAME
+    if not pdf.exists() or shutil.which("pdftotext") is None:
+        message = f"no {pdf} (run `make book` and `make pdf`) or no pdftotext (poppler-utils)"
+        if REQUIRE:
+            pytest.fail(message)
+        pytest.skip(message)
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True,
+                          text=True, check=True).stdout
+    flat = _normal(text)
+    from topolip.pipeline.book import toc_documents
+
+    staged = BOOK.parent / ".book"  # the sources the book was built from
+    docs = toc_documents(staged if (staged / "_toc.yml").exists() else ROOT)
+    titles, figures, glued = [], set(), []
+    for doc in docs:
+        soup = bs4.BeautifulSoup((BOOK / doc.with_suffix(".html")).read_text(), "html.parser")
+        article = soup.find("article") or soup.body
+        h1 = article.find("h1")
+        titles.append(_normal(h1.get_text(" ")).replace("#", "").strip())
+        figures |= {_normal(c.get_text()) for c in article.select("figcaption .caption-number")}
+        glued += [_normal(s.get_text()) for s in article.select(".pasted-text")
+                  if re.search(r"\d", s.get_text()) and len(s.get_text()) < 40]
+    at = 0
+    for title in titles:  # every chapter, in order
+        found = flat.find(title, at)
+        assert found >= 0, f"chapter title {title!r} not in the PDF (after position {at})"
+        at = found + len(title)
+    in_pdf = {m for m in re.findall(r"Fig\. ?\d+\.\d+", flat)}
+    assert {f.rstrip() for f in figures} <= {f.replace("Fig.", "Fig. ").replace("  ", " ")
+                                             for f in in_pdf}, "figure numbers missing"
+    missing = [g for g in glued if g not in flat]
+    assert not missing, f"glued numbers not in the PDF: {missing[:10]}"
+    pages = int(re.search(r"Pages:\s+(\d+)", subprocess.run(
+        ["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout).group(1))
+    assert f"1 / {pages}" in text and f"{pages} / {pages}" in text  # page numbers
+    assert len(figures) >= len(docs) - 5  # a figure in every notebook chapter

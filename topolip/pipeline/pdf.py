@@ -1,0 +1,298 @@
+"""The book as one PDF (``make pdf``): Debian's headless chromium prints the built HTML, offline.
+
+Jupyter Book 1's own PDF builder downloads a Chromium at run time; this does not. It
+
+1. assembles one page, ``_build/html/print.html``, from the pages of the table of contents in
+   order (each page's ``<article>``, its links rebased), with the book's own style sheets and
+   MathJax, and a print style sheet that hides buttons, sidebars and permalinks and starts each
+   chapter on a new page;
+2. opens it in headless chromium (``chromedriver``'s WebDriver, the network off: the page is
+   served from 127.0.0.1 and every other host goes to a closed port), waits for the images and
+   for MathJax to finish typesetting, and prints it with page numbers in the footer
+   (the DevTools ``Page.printToPDF`` command).
+
+The PDF lands in ``_build/pdf/<name>.pdf`` and a copy in ``_build/html/<name>.pdf``, which the
+site links (``book/intro.md``, ``book/reproduce.md``).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import functools
+import json
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path, PurePosixPath
+
+import yaml
+
+from .book import repository_url, site_url, toc_documents
+
+__all__ = ["build_pdf", "pdf_name", "print_page"]
+
+#: The PDF's file name, in ``_build/pdf/`` and at the site's root.
+PDF_NAME = "topolip-companion.pdf"
+#: The assembled page, relative to the built HTML.
+PRINT_PAGE = "print.html"
+#: Hidden in print: the theme's chrome, buttons, permalinks, launch and Thebe widgets.
+PRINT_CSS = """
+@page { size: A4; margin: 18mm 16mm 18mm 16mm; }
+html, body { background: #fff !important; }
+.bd-header, .bd-sidebar-primary, .bd-sidebar-secondary, .header-article, .prev-next-area,
+.bd-footer, .bd-footer-article, .bd-footer-content, footer, .headerlink, .toggle-button,
+button, .dropdown-buttons, .thebe-launch-button, .copybtn, .search-button, nav,
+.bd-header-article, .skip-link, #pst-back-to-top { display: none !important; }
+.topolip-print-chapter { break-before: page; }
+.topolip-print-chapter:first-of-type { break-before: auto; }
+figure, table, img, pre, .math { break-inside: avoid; }
+img { max-width: 100% !important; height: auto !important; }
+div.topolip-table, .table-wrapper, div.cell_output { overflow: visible !important; }
+a { color: inherit; text-decoration: none; }
+body { font-size: 10.5pt; }
+"""
+FOOTER = ('<div style="font-size:8px;width:100%;text-align:center;color:#444">'
+          '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage", "--window-size=1100,1400",
+    "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=127.0.0.1;localhost",
+]
+WAIT = r"""
+const done = arguments[arguments.length - 1];
+function images() {
+  return Promise.all(Array.from(document.images).map(i => i.complete ? null :
+      new Promise(r => { i.onload = r; i.onerror = r; })));
+}
+function ready() {
+  const math = (window.MathJax && MathJax.startup && MathJax.startup.promise)
+      ? MathJax.startup.promise : Promise.resolve();
+  Promise.all([math, images()]).then(() => done({
+      ok: true, mathjax: !!window.MathJax, figures: document.querySelectorAll("figure").length}),
+    e => done({ok: false, error: String(e)}));
+}
+if (document.readyState === "complete") ready(); else window.addEventListener("load", ready);
+"""
+
+
+def pdf_name(root: str | Path = ".") -> str:  # noqa: ARG001 (one signature if it ever varies)
+    """The PDF's file name (fixed, so the site's link to it holds in a fork too).
+
+    >>> pdf_name()
+    'topolip-companion.pdf'
+    """
+    return PDF_NAME
+
+
+def _is_relative(url: str) -> bool:
+    return bool(url) and not url.startswith(("#", "/", "data:", "mailto:")) and "://" not in url
+
+
+def _rebase(url: str, page_dir: PurePosixPath) -> str:
+    """``url`` relative to a page in ``page_dir`` (relative to the HTML root), made relative to
+    the root."""
+    path, sep, fragment = url.partition("#")
+    parts: list[str] = list(page_dir.parts)
+    for part in PurePosixPath(path).parts:
+        if part == "..":
+            if parts:
+                parts.pop()
+        elif part != ".":
+            parts.append(part)
+    return "/".join(parts) + (sep + fragment if sep else "")
+
+
+def print_page(html: str | Path, root: str | Path = ".") -> Path:
+    """Write ``{html}/print.html``: every page of ``{root}/_toc.yml`` in order, one document.
+
+    Parameters
+    ----------
+    html : path
+        The built book (``_build/html``).
+    root : path, default="."
+        The folder holding ``_toc.yml`` (the repository, or a staged copy of it).
+
+    Returns
+    -------
+    Path
+        The page written.
+
+    Raises
+    ------
+    FileNotFoundError
+        If a page of the table of contents was not built.
+    """
+    import bs4
+
+    html, root = Path(html), Path(root)
+    pages = [doc.with_suffix(".html") for doc in toc_documents(root)]
+    missing = [p.as_posix() for p in pages if not (html / p).is_file()]
+    if missing:
+        raise FileNotFoundError(f"pages of _toc.yml not built under {html}: {missing} "
+                                "(run `make book` first)")
+    first = bs4.BeautifulSoup((html / pages[0]).read_text(encoding="utf-8"), "html.parser")
+    out = bs4.BeautifulSoup("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+                            "</head><body><main id='topolip-print'></main></body></html>",
+                            "html.parser")
+    title = yaml.safe_load((root / "_config.yml").read_text()).get("title", "")
+    out.head.append(out.new_tag("title"))
+    out.head.title.string = title
+    base = PurePosixPath(pages[0].parent.as_posix())
+    for tag in first.head.find_all(["link", "script"]):
+        if tag.name == "link" and "stylesheet" not in (tag.get("rel") or []):
+            continue
+        if tag.name == "script" and "mathjax" not in (tag.get("src", "") + tag.get_text()).lower():
+            continue  # only MathJax and its configuration; no theme or Thebe script
+        for attr in ("href", "src"):
+            if _is_relative(tag.get(attr, "")):
+                tag[attr] = _rebase(tag[attr], base)
+        out.head.append(tag)
+    style = out.new_tag("style")
+    style.string = PRINT_CSS
+    out.head.append(style)
+    main = out.find("main")
+    site = site_url(repository_url(root))
+    for page in pages:
+        soup = bs4.BeautifulSoup((html / page).read_text(encoding="utf-8"), "html.parser")
+        article = soup.find("article") or soup.body
+        page_dir = PurePosixPath(page.parent.as_posix())
+        for tag in article.find_all(True):
+            for attr in ("href", "src"):
+                if _is_relative(tag.get(attr, "")):
+                    tag[attr] = _rebase(tag[attr], page_dir)
+                    if tag.name == "a" and attr == "href":  # the PDF's links open the site
+                        tag[attr] = site + tag[attr]
+        section = out.new_tag("section", attrs={"class": "topolip-print-chapter",
+                                                "data-page": page.as_posix()})
+        section.extend(list(article.children))
+        main.append(section)
+    path = html / PRINT_PAGE
+    path.write_text(str(out), encoding="utf-8")
+    return path
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):
+        pass
+
+
+@contextlib.contextmanager
+def _serve(directory: Path):
+    handler = functools.partial(_Quiet, directory=str(directory))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _call(base: str, method: str, path: str, body: dict | None = None):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(base + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(request, timeout=300) as response:
+            return json.loads(response.read())["value"]
+    except urllib.error.HTTPError as exc:
+        value = json.loads(exc.read()).get("value", {})
+        raise RuntimeError(f"WebDriver {path}: {value.get('error')}: "
+                           f"{str(value.get('message', ''))[:300]}") from None
+
+
+def _binaries(chromium: str | None, chromedriver: str | None) -> tuple[str, str]:
+    chromium = chromium or next((shutil.which(n) for n in ("chromium", "chromium-browser",
+                                                           "google-chrome") if shutil.which(n)),
+                                None)
+    chromedriver = chromedriver or shutil.which("chromedriver")
+    if not chromium or not chromedriver:
+        raise FileNotFoundError("chromium and chromedriver are not on PATH (Debian: apt-get "
+                                "install chromium chromium-driver; .ci/run installs them)")
+    return chromium, chromedriver
+
+
+def build_pdf(html: str | Path = "_build/html", root: str | Path = ".", *,
+              out: str | Path | None = None, chromium: str | None = None,
+              chromedriver: str | None = None) -> Path:
+    """Print the built book to ``_build/pdf/<name>.pdf`` (:func:`pdf_name`) and copy it into
+    ``html``; return the PDF's path.
+
+    Parameters
+    ----------
+    html : path, default="_build/html"
+        The built book.
+    root : path, default="."
+        The folder holding ``_config.yml`` and ``_toc.yml``.
+    out : path, optional
+        Where to write the PDF (default ``{root}/_build/pdf/<name>.pdf``).
+    chromium, chromedriver : str, optional
+        The binaries (default: found on ``PATH``).
+
+    Raises
+    ------
+    FileNotFoundError
+        If chromium or chromedriver is missing, or a page of the toc was not built.
+    RuntimeError
+        If the page does not load, MathJax fails, or printing fails.
+    """
+    html, root = Path(html).resolve(), Path(root).resolve()
+    chromium, chromedriver = _binaries(chromium, chromedriver)
+    out = Path(out) if out else root / "_build" / "pdf" / pdf_name(root)
+    page = print_page(html, root)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    profile = tempfile.mkdtemp(prefix="topolip-pdf-")
+    driver = subprocess.Popen([chromedriver, f"--port={port}"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    session = None
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(urllib.error.URLError, ConnectionError):
+                if _call(base, "GET", "/status")["ready"]:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError("chromedriver did not start within 30 s")
+            time.sleep(0.2)
+        caps = {"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {"binary": chromium,
+                                   "args": [*CHROMIUM_FLAGS, f"--user-data-dir={profile}"]},
+            "timeouts": {"script": 240000, "pageLoad": 240000}}}}
+        session = _call(base, "POST", "/session", caps)["sessionId"]
+        with _serve(html) as site:
+            _call(base, "POST", f"/session/{session}/url", {"url": site + page.name})
+            state = _call(base, "POST", f"/session/{session}/execute/async",
+                          {"script": WAIT, "args": []})
+            if not state.get("ok"):
+                raise RuntimeError(f"the print page did not settle: {state.get('error')}")
+            result = _call(base, "POST", f"/session/{session}/goog/cdp/execute", {
+                "cmd": "Page.printToPDF",
+                "params": {"printBackground": True, "preferCSSPageSize": True,
+                           "displayHeaderFooter": True, "headerTemplate": "<div></div>",
+                           "footerTemplate": FOOTER}})
+    finally:
+        if session:
+            with contextlib.suppress(Exception):
+                _call(base, "DELETE", f"/session/{session}")
+        driver.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            driver.wait(timeout=10)
+        shutil.rmtree(profile, ignore_errors=True)
+        page.unlink()  # not a page of the site
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(base64.b64decode(result["data"]))
+    shutil.copy2(out, html / out.name)
+    return out
