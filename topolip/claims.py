@@ -798,10 +798,10 @@ def smoothness_predicts_robustness(claim: Claim,
     out = []
     for r in t.to_dict("records"):
         enough = int(r.get("min_seeds", 0)) >= stats.MIN_SEEDS
-        if r["role"] == "context":
-            decision = "inconclusive"
-        elif not enough:
+        if not enough:
             decision = "not enough seeds"
+        elif r["role"] == "context":
+            decision = "inconclusive"
         elif not (math.isfinite(r["p_adjusted"]) and r["p_adjusted"] < alpha) or r["tau"] == 0:
             decision = "inconclusive"
         else:
@@ -986,7 +986,8 @@ def findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
     near : (float, float), default=(0.2, 3.0)
         A tested row sits *near the threshold* when ``near[0]·alpha <= p_adjusted <
         near[1]·alpha``: a modest change of the data (a seed, a Monte-Carlo draw, a thread
-        count) could move it across.
+        count) could move it across (rows with too few seed pairs cannot decide and are not
+        listed).
 
     Returns
     -------
@@ -1043,7 +1044,8 @@ def findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
         r, mdes.get((r["claim"], r["comparison"], r["group"]))) for r in ordered.to_dict(
         "records")]
     p = tested["p_adjusted"].astype(float)
-    close = tested[(p >= near[0] * alpha) & (p < near[1] * alpha)]
+    close = tested[(p >= near[0] * alpha) & (p < near[1] * alpha)
+                   & (tested["verdict"] != "not enough seeds")]
     near_list = [f"{r['comparison']}, {kind_label(r['group'])} ({r['claim']}): "
                  f"p = {r['p_adjusted']:.2g} ({r['verdict']})" for r in close.to_dict("records")]
     ladder = sorted({f for f in verdicts["flag"].fillna("").astype(str)
@@ -1058,9 +1060,12 @@ def findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
     shows = [f"This run has {n_fam} test families (one primary and one secondary family per "
              f"claim); at α = {alpha:g} each, the chance of at least one false decisive verdict "
              f"in the whole book is at most {bound:.2g} (Bonferroni over families)."]
-    shows.append(f"Of the {len(tested)} tests, {len(decisive)} are decisive: "
-                 f"{int((decisive['verdict'] == 'supported').sum())} support a claim and "
-                 f"{int((decisive['verdict'] == 'contradicted').sum())} contradict one.")
+    n_sup = int((decisive["verdict"] == "supported").sum())
+    n_con = int((decisive["verdict"] == "contradicted").sum())
+    shows.append(f"Of the {len(tested)} tests, {len(decisive)} "
+                 f"{'is' if len(decisive) == 1 else 'are'} decisive: {n_sup} "
+                 f"support{'s' if n_sup == 1 else ''} a claim and {n_con} "
+                 f"contradict{'s' if n_con == 1 else ''} one.")
     if sentences:
         shows.append("Decisive findings: " + " ".join(sentences))
     else:
