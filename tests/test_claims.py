@@ -135,7 +135,7 @@ def test_more_robust_uses_the_ladder_at_the_topolip_eps_and_flags_changes():
     c = Claim("robust", "x", "t", "smaller_accuracy_drop", {},
               {"comparison": "vit vs resnet", "group": "autoattack"})
     masking = pd.DataFrame({"arch": ["vit", "resnet"], "seed": 0, "check": "all",
-                            "passed": [False, True], "value": 0.0, "detail": ""})
+                            "passed": ["False", True], "value": 0.0, "detail": ""})
     v = evaluate([c], {"robustness": rob, "topolip_summary": _topolip_eps(),
                        "masking": masking}).set_index("group")
     assert v.loc["autoattack", "role"] == "primary"

@@ -530,7 +530,8 @@ def _masking_flags(rows: list[dict], tables: Mapping[str, pd.DataFrame],
     m = tables.get("masking")
     if m is None or not len(m) or not {"arch", "seed", "check", "passed"} <= set(m.columns):
         return
-    failed = m[(m["check"] == "all") & ~m["passed"].astype(bool)]
+    passed = m["passed"].map(lambda v: str(v).strip().lower() in ("true", "1", "1.0"))
+    failed = m[(m["check"] == "all") & ~passed]
     bad = set(zip(failed["arch"], failed["seed"], strict=True))
     if not bad:
         return
