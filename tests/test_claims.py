@@ -131,7 +131,9 @@ def test_more_robust_uses_the_ladder_at_the_topolip_eps_and_flags_changes():
              ("vit", "pgd"): [0.5, 0.6, 0.55], ("resnet", "pgd"): [0.52, 0.58, 0.56],
              ("vit", "autoattack"): [0.7, 0.8, 0.6], ("resnet", "autoattack"): [0.72, 0.7, 0.7]}
     rob = _robustness(drops)
-    rob = pd.concat([rob, rob.assign(strength=0.2, accuracy_drop=0.9)])   # another budget
+    weaker = rob[(rob["perturbation"] == "pgd") & (rob["strength"] > 0)].assign(
+        steps=5, accuracy_drop=0.0)                # a 5-step PGD of a masking check: not used
+    rob = pd.concat([rob, rob.assign(strength=0.2, accuracy_drop=0.9), weaker])
     c = Claim("robust", "x", "t", "smaller_accuracy_drop", {},
               {"comparison": "vit vs resnet", "group": "autoattack"})
     masking = pd.DataFrame({"arch": ["vit", "resnet"], "seed": 0, "check": "all",
@@ -143,6 +145,8 @@ def test_more_robust_uses_the_ladder_at_the_topolip_eps_and_flags_changes():
     assert v.loc["autoattack", "effect"] == pytest.approx(d.mean())
     assert v.loc["autoattack", "pvalue"] == pytest.approx(st.ttest_1samp(d, 0).pvalue)
     assert v.loc["fgsm", "verdict"] == "supported"
+    assert v.loc["pgd", "effect"] == pytest.approx(np.mean(np.subtract(
+        drops[("vit", "pgd")], drops[("resnet", "pgd")])))
     assert "verdict changes with attack strength: fgsm supported, pgd inconclusive, " \
            "autoattack inconclusive" in v.loc["pgd", "flag"]
     assert "gradient-masking check failed in 1 seed pairs" in v.loc["fgsm", "flag"]

@@ -521,7 +521,11 @@ def _at_strength(robust: pd.DataFrame, kinds: Sequence[str], strength) -> pd.Dat
     r = robust[robust["perturbation"].isin(kinds)]
     keep = np.array([math.isclose(float(s), strength(k), rel_tol=1e-6, abs_tol=1e-9)
                      for s, k in zip(r["strength"], r["perturbation"], strict=True)], bool)
-    return r[keep]
+    r = r[keep]
+    # several rows of one model and attack at this budget (other step counts or restarts, as
+    # a masking check runs them): the strongest, i.e. the largest drop
+    order = r["accuracy_drop"].astype(float).sort_values(ascending=False, kind="stable").index
+    return r.loc[order].drop_duplicates(["arch", "seed", "perturbation"]).sort_index()
 
 
 def _masking_flags(rows: list[dict], tables: Mapping[str, pd.DataFrame],
