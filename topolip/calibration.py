@@ -267,8 +267,8 @@ def power_table(verdicts: pd.DataFrame, *, alpha: float = 0.05,
     >>> round(float(t["mde_ratio_low"].iloc[0]), 3), t["text"].iloc[0]
     (0.687, 'a ratio ≤ 0.687 or ≥ 1.46')
     """
-    _claims._require(verdicts, ["claim", "comparison", "group", "measure", "role", "scale",
-                                "effect", "se", "n_pairs"], "verdicts")
+    stats.require_columns(verdicts, ["claim", "comparison", "group", "measure", "role",
+                                     "scale", "effect", "se", "n_pairs"], "verdicts")
     rows = []
     prim = verdicts[(verdicts["role"] == "primary") & ~verdicts["comparison"].astype(
         str).str.startswith("Kendall")]
