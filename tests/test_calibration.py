@@ -3,10 +3,10 @@ simulated books in the chain's table layout: four architectures that differ at t
 architecture level, models shared across kinds, one OOD image set shared by every seed).
 
 Binomial allowance: with ``N`` simulated books a family whose true decisive rate is 5% shows
-more than ``binom.ppf(0.99, N, 0.05) / N`` (9.0% for N = 200, 6.7% for N = 1000) in at most 1% of runs, so a rate
-above that bound is evidence (one-sided binomial test at 1%) that the family decides more often
-than alpha. The power checks use the smallest rate a true power of 80% would fall below in at
-most 1% of runs, at the number of books used.
+more than ``binom.ppf(0.99, N, 0.05) / N`` (9.0% for N = 200, 6.7% for N = 1000) in at most
+1% of runs, so a rate above that bound is evidence (one-sided binomial test at 1%) that the
+family decides more often than alpha. The power checks use the smallest rate a true power of
+80% (90%) would fall below in at most 1% of runs, at the number of books used.
 """
 
 import math
@@ -112,3 +112,15 @@ def test_null_calibration_at_other_seed_counts(n_seeds):
     n = 1000
     r = calibrate(n, n_seeds=n_seeds, seed=50_000 + n_seeds)
     assert (r["rate"] <= allowance(n)).all(), r[r["rate"] > allowance(n)]
+
+
+def test_auroc_needs_its_image_level_because_every_seed_sees_the_same_images():
+    # with the seed spread alone the shared image set's error is never seen: too many
+    # decisive verdicts; with the image-resampling se added the family is calibrated
+    ood = BY_ID["attention-ood-robust"]
+    seeds_only = C.Claim(ood.id, ood.statement, ood.source, ood.check,
+                         {**ood.options, "resamples": "none"}, ood.primary)
+    bad = calibrate(N_NULL, n_seeds=5, claims=[seeds_only], seed=60_000).set_index("role")
+    good = calibrate(N_NULL, n_seeds=5, claims=[ood], seed=60_000).set_index("role")
+    assert bad.loc["primary", "rate"] > allowance(N_NULL)
+    assert good.loc["primary", "rate"] <= allowance(N_NULL)

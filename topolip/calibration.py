@@ -162,8 +162,9 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
                 auroc = 0.8 + image_effect[(arch, o)] + u_a + rng.normal(0, 0.01)
                 ood_beh.append({"arch": arch, "seed": s, "dataset": o, "n": 1000,
                                 "auroc": auroc})
-                # bootstrap resamples: sd of a paired difference ≈ the image effect's sd
-                boot = auroc + rng.normal(0, v["auroc_image"] / math.sqrt(2), n_resamples)
+                # bootstrap resamples of the shared image set: the paired difference's
+                # resampling sd (sqrt(2)·auroc_image) is that of its image effect
+                boot = auroc + rng.normal(0, v["auroc_image"], n_resamples)
                 ood_res += [{"arch": arch, "seed": s, "group": o, "measure": "auroc",
                              "resample": b, "value": float(x)} for b, x in enumerate(boot)]
     tables = {"topolip_summary": pd.DataFrame(summary), "robustness": pd.DataFrame(robust),
