@@ -1,123 +1,278 @@
-"""Claims registry and checks: verdicts follow the numbers, in both directions, with intervals,
-Holm's correction and the minimum number of seeds."""
+"""Claims registry and checks: verdicts follow the numbers in both directions; the primary is
+tested alone and the secondaries under Holm; paired t on logs for TopoLip with noise-floor
+pairs dropped; the attack ladder at the TopoLip ε with its flags; the rival claim; AUROC with
+its image level; the within-architecture association; the glued findings."""
 
+import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as st
 
 from topolip.claims import (
     CHECKS,
     Claim,
     evaluate,
+    families,
     family_below_counts,
+    findings,
     load_claims,
     most_robust_vs_smoothest,
     smoothness_table,
     verdict_counts,
     with_options,
 )
+from topolip.report import kind_label
 
 ROOT = Path(__file__).resolve().parents[1]
-SMOOTH = Claim("smooth", "attention is smoother", "test", "lower_topolip",
-               {"measure": "end_to_end_scale_free", "resamples": "none"})
+PRIMARY = {"comparison": "vit vs resnet", "group": "pgd"}
+SMOOTH = Claim("smooth", "attention is smoother", "test", "lower_topolip", {}, PRIMARY)
 
 
-def summary(vit, resnet, group="fgsm", column="perturbation"):
-    rows = [{"arch": a, "seed": s, column: group, "n_images": 100, "end_to_end_scale_free": v}
+def summary(vit, resnet, group="pgd", column="perturbation", flags=None):
+    rows = [{"arch": a, "seed": s, column: group, "n_images": 100, "end_to_end_scale_free": v,
+             "end_to_end": 10 * v, "end_to_end_flag": ""}
             for a, values in (("vit", vit), ("resnet", resnet)) for s, v in enumerate(values)]
-    return {"topolip_summary": pd.DataFrame(rows)}
+    t = pd.DataFrame(rows)
+    for arch, seed in flags or []:
+        t.loc[(t["arch"] == arch) & (t["seed"] == seed), "end_to_end_flag"] = \
+            "input displacement within the noise floor"
+    return {"topolip_summary": t}
 
 
 @pytest.mark.parametrize(("vit", "resnet", "expected"), [
-    ([1.0, 1.1, 0.9], [2.0, 2.1, 1.9], "supported"),       # paired differences -1 each
+    ([1.0, 1.1, 0.9], [2.0, 2.1, 1.9], "supported"),
     ([2.0, 2.2, 2.1], [1.0, 1.2, 1.1], "contradicted"),
-    ([1.0, 2.0, 1.5], [1.4, 1.6, 1.5], "inconclusive"),    # differences -0.4, 0.4, 0
-    ([1.0, 1.1], [2.0, 2.1], "not enough seeds"),          # decisive-looking, but 2 seeds
-    ([1.0], [2.0], "not enough seeds"),
+    ([1.0, 2.0, 1.5], [1.4, 1.6, 1.5], "inconclusive"),
+    ([1.0, 1.1], [2.0, 2.1], "not enough seeds"),          # decisive-looking, but 2 pairs
 ])
-def test_lower_topolip_verdicts(vit, resnet, expected):
+def test_lower_topolip_is_a_paired_t_on_logs(vit, resnet, expected):
     v = evaluate([SMOOTH], summary(vit, resnet))
-    assert v["verdict"].tolist() == [expected]
-    assert v.loc[0, "attention"] == pytest.approx(np.mean(vit))
-    assert v.loc[0, "convolution"] == pytest.approx(np.mean(resnet))
-    assert v.loc[0, "effect"] == pytest.approx(np.mean(vit) - np.mean(resnet))
-    assert v.loc[0, "n_seeds"] == f"{len(vit)}/{len(resnet)}"
+    assert v["verdict"].tolist() == [expected] and v["role"].tolist() == ["primary"]
+    d = np.log(vit) - np.log(resnet)
+    r = v.iloc[0]
+    assert r["scale"] == "log" and r["effect"] == pytest.approx(d.mean())
+    assert r["ratio"] == pytest.approx(math.exp(d.mean()))
+    assert r["attention"] == pytest.approx(math.exp(np.log(vit).mean()))   # geometric mean
+    assert r["n_pairs"] == len(vit) and r["n_seeds"] == f"{len(vit)}/{len(resnet)}"
+    assert r["pvalue"] == pytest.approx(st.ttest_rel(np.log(vit), np.log(resnet)).pvalue)
+    assert r["p_adjusted"] == r["pvalue"] and r["coverage"] == 0.95   # primary: alone
 
 
-def test_paired_interval_is_the_student_interval_of_the_seed_differences():
-    # no image level: the interval is mean(d) ± t_{2, 0.975} sd(d)/sqrt(3), up to the Monte Carlo
-    # error of the bootstrap standard error
-    vit, resnet = [1.0, 1.3, 0.8], [2.0, 2.1, 1.9]
-    d = np.subtract(vit, resnet)
-    half = 4.302652729911275 * d.std(ddof=1) / np.sqrt(3)
-    v = evaluate([SMOOTH], summary(vit, resnet)).iloc[0]
-    assert v["low"] == pytest.approx(d.mean() - half, rel=0.05)
-    assert v["high"] == pytest.approx(d.mean() + half, rel=0.05)
+def test_primary_interval_is_students_of_the_log_differences():
+    vit, resnet = [1.0, 1.3, 0.8, 1.1], [2.0, 2.1, 1.9, 2.6]
+    d = np.log(vit) - np.log(resnet)
+    half = st.t.ppf(0.975, 3) * d.std(ddof=1) / 2
+    r = evaluate([SMOOTH], summary(vit, resnet)).iloc[0]
+    assert (r["low"], r["high"]) == pytest.approx((d.mean() - half, d.mean() + half))
+    assert (r["ratio_low"], r["ratio_high"]) == pytest.approx(
+        (math.exp(d.mean() - half), math.exp(d.mean() + half)))
 
 
-def test_holm_correction_spans_the_comparisons_of_a_claim():
-    # two groups with the same moderate evidence: Holm doubles the smaller p-value
+def test_secondaries_form_one_holm_family_and_show_the_interval_they_use():
     t = pd.concat([summary([1.0, 1.2, 0.7], [1.6, 1.5, 1.4], g)["topolip_summary"]
-                   for g in ("fgsm", "pgd")], ignore_index=True)
+                   for g in ("pgd", "fgsm", "gaussian_noise")], ignore_index=True)
+    t.loc[t["perturbation"] == "fgsm", "end_to_end_scale_free"] *= [1, 1.1, 0.9, 1, 1, 1]
     v = evaluate([SMOOTH], {"topolip_summary": t})
-    assert len(v) == 2
-    p = v["pvalue"].to_numpy()
-    assert np.allclose(np.sort(v["p_adjusted"]), np.maximum.accumulate(
-        np.sort(p) * np.array([2, 1])).clip(max=1))
-    assert (v["p_adjusted"] >= v["pvalue"]).all()
+    prim, sec = v[v["role"] == "primary"], v[v["role"] == "secondary"]
+    assert prim["group"].tolist() == ["pgd"] and len(sec) == 2
+    assert set(sec["family"]) == {"smooth: secondary"}
+    p = sec["pvalue"].to_numpy()
+    np.testing.assert_allclose(sec["p_adjusted"], np.minimum(
+        1, np.maximum.accumulate(np.sort(p) * [2, 1]))[np.argsort(np.argsort(p))])
+    for r in sec.itertuples():
+        assert r.coverage == pytest.approx(1 - 0.05 * r.pvalue / r.p_adjusted)
+        assert (r.high < 0 or r.low > 0) == (r.p_adjusted < 0.05)
 
 
-def test_image_resamples_widen_the_interval_and_pair_by_seed():
-    tables = summary([1.0, 1.1, 0.9], [2.0, 2.1, 1.9])
-    rng = np.random.default_rng(0)
+def test_noise_floor_pairs_are_dropped_and_counted_and_raw_is_a_secondary_row():
+    c = Claim("s", "x", "t", "lower_topolip", {"extra_measures": ["end_to_end"]}, PRIMARY)
+    tables = summary([1.0, 1.1, 0.9, 1.0], [2.0, 2.1, 1.9, 9.0], flags=[("resnet", 3)])
+    v = evaluate([c], tables)
+    prim = v[v["role"] == "primary"].iloc[0]
+    assert prim["n_pairs"] == 3 and prim["n_excluded"] == 1
+    assert "1 pairs dropped: input displacement within the noise floor" in prim["detail"]
+    raw = v[v["measure"] == "end_to_end"].iloc[0]
+    assert raw["role"] == "secondary" and raw["group"] == "pgd"
+    assert raw["ratio"] == pytest.approx(prim["ratio"])   # raw = 10 × scale-free here
+
+
+def test_missing_primary_is_reported_not_replaced():
+    v = evaluate([SMOOTH], summary([1.0, 1.1, 0.9], [2.0, 2.1, 1.9], group="fgsm"))
+    assert v[["role", "verdict"]].values.tolist() == [["primary", "not measured"],
+                                                      ["secondary", "supported"]]
+    only_vit = {"topolip_summary": summary([1.0, 1.1, 0.9], [1, 1, 1])["topolip_summary"]
+                .query("arch == 'vit'")}
+    assert evaluate([SMOOTH], only_vit)["verdict"].tolist() == ["not measured"]
+
+
+def _robustness(drops, eps=0.05):
+    """``drops[(arch, kind)] = per-seed accuracy drops`` as robustness.csv rows, at ε and 0."""
     rows = []
-    for arch, centre in (("vit", 1.0), ("resnet", 2.0)):
-        for s in range(3):
-            for b in range(20):
-                rows.append({"arch": arch, "seed": s, "group": "fgsm",
-                             "measure": "end_to_end_scale_free", "resample": b,
-                             "value": centre + rng.normal(0, 0.8)})
-    tables["resamples"] = pd.DataFrame(rows)
-    seeds_only = evaluate([SMOOTH], tables).iloc[0]
-    with_images = evaluate([Claim("s", "x", "t", "lower_topolip")], tables).iloc[0]
-    assert (with_images["high"] - with_images["low"]) > 2 * (seeds_only["high"] - seeds_only["low"])
-    assert "paired by seed, 20 image resamples" in with_images["detail"]
+    for (arch, kind), values in drops.items():
+        for s, d in enumerate(values):
+            for strength, dd in ((0.0, 0.0), (eps, d)):
+                rows.append({"arch": arch, "seed": s, "perturbation": kind,
+                             "strength": strength, "unit": "linf", "n": 500,
+                             "accuracy": 0.9 - dd, "accuracy_clean": 0.9, "accuracy_drop": dd,
+                             "steps": 20, "restarts": 1})
+    return pd.DataFrame(rows)
 
 
-def test_missing_architecture_gives_no_verdict_and_nan_drops_the_seed():
-    tables = summary([1.0, 1.1, 0.9], [2.0, 2.1, 1.9])
-    only_vit = {"topolip_summary": tables["topolip_summary"].query("arch == 'vit'")}
-    assert evaluate([SMOOTH], only_vit).empty
-    tables["topolip_summary"].loc[0, "end_to_end_scale_free"] = float("nan")
-    v = evaluate([SMOOTH], tables).iloc[0]
-    assert v["n_seeds"] == "2/3" and v["verdict"] == "not enough seeds"
+def _topolip_eps(eps=0.05):
+    return pd.DataFrame({"arch": "vit", "seed": 0, "perturbation": ["fgsm", "pgd"],
+                         "strength": eps, "accuracy_drop": 0.1})
 
 
-def test_accuracy_drop_and_envelope_checks():
-    rows = [{"arch": arch, "seed": s, "perturbation": "fgsm", "n_images": 500,
-             "accuracy_drop": drop + 0.01 * s}
-            for arch, drop in (("vit", 0.1), ("resnet", 0.4)) for s in range(3)]
-    res = pd.DataFrame([{"arch": r["arch"], "seed": r["seed"], "group": "fgsm",
-                         "measure": "accuracy_drop", "resample": b,
-                         "value": r["accuracy_drop"] + 0.01 * (b - 1)}
-                        for r in rows for b in range(3)])
-    robust = Claim("robust", "attention is more robust", "test", "smaller_accuracy_drop")
-    env = Claim("env", "envelope", "test", "envelope_holds")
-    topo = pd.DataFrame({"bottleneck": [0.5, 0.2], "envelope": [1.0, 1.0]})
-    v = evaluate([robust, env], {"topolip_summary": pd.DataFrame(rows), "resamples": res,
-                                 "topolip": topo})
-    assert v["verdict"].tolist() == ["supported", "supported"]
-    assert v.loc[0, "attention"] == pytest.approx(0.11)
-    topo.loc[1, "bottleneck"] = 1.1
-    assert evaluate([env], {"topolip": topo})["verdict"].tolist() == ["contradicted"]
+def test_more_robust_uses_the_ladder_at_the_topolip_eps_and_flags_changes():
+    drops = {("vit", "fgsm"): [0.10, 0.12, 0.11], ("resnet", "fgsm"): [0.40, 0.41, 0.43],
+             ("vit", "pgd"): [0.5, 0.6, 0.55], ("resnet", "pgd"): [0.52, 0.58, 0.56],
+             ("vit", "autoattack"): [0.7, 0.8, 0.6], ("resnet", "autoattack"): [0.72, 0.7, 0.7]}
+    rob = _robustness(drops)
+    weaker = rob[(rob["perturbation"] == "pgd") & (rob["strength"] > 0)].assign(
+        steps=5, accuracy_drop=0.0)                # a 5-step PGD of a masking check: not used
+    rob = pd.concat([rob, rob.assign(strength=0.2, accuracy_drop=0.9), weaker])
+    c = Claim("robust", "x", "t", "smaller_accuracy_drop", {},
+              {"comparison": "vit vs resnet", "group": "autoattack"})
+    masking = pd.DataFrame({"arch": ["vit", "resnet"], "seed": 0, "check": "all",
+                            "passed": ["False", True], "value": 0.0, "detail": ""})
+    v = evaluate([c], {"robustness": rob, "topolip_summary": _topolip_eps(),
+                       "masking": masking}).set_index("group")
+    assert v.loc["autoattack", "role"] == "primary"
+    d = np.subtract(drops[("vit", "autoattack")], drops[("resnet", "autoattack")])
+    assert v.loc["autoattack", "effect"] == pytest.approx(d.mean())
+    assert v.loc["autoattack", "pvalue"] == pytest.approx(st.ttest_1samp(d, 0).pvalue)
+    assert v.loc["fgsm", "verdict"] == "supported"
+    assert v.loc["pgd", "effect"] == pytest.approx(np.mean(np.subtract(
+        drops[("vit", "pgd")], drops[("resnet", "pgd")])))
+    assert "verdict changes with attack strength: fgsm supported, pgd inconclusive, " \
+           "autoattack inconclusive" in v.loc["pgd", "flag"]
+    assert "gradient-masking check failed in 1 seed pairs" in v.loc["fgsm", "flag"]
+
+
+def test_rival_claim_tests_the_change_of_advantage_along_the_ladder():
+    drops = {("vit", "fgsm"): [0.10, 0.12, 0.11, 0.10], ("resnet", "fgsm"): [0.3, 0.33, 0.31, 0.35],
+             ("vit", "autoattack"): [0.7, 0.8, 0.6, 0.7],
+             ("resnet", "autoattack"): [0.72, 0.7, 0.7, 0.69],
+             ("vit", "pgd"): [0.5] * 4, ("resnet", "pgd"): [0.5] * 4}
+    c = Claim("weak", "x", "t", "helps_only_weak", {},
+              {"comparison": "vit vs resnet", "group": "fgsm vs autoattack"})
+    v = evaluate([c], {"robustness": _robustness(drops),
+                       "topolip_summary": _topolip_eps()}).set_index("group")
+    adv_w = np.subtract(drops[("vit", "fgsm")], drops[("resnet", "fgsm")])
+    adv_s = np.subtract(drops[("vit", "autoattack")], drops[("resnet", "autoattack")])
+    r = v.loc["fgsm vs autoattack"]
+    assert r["role"] == "primary" and r["effect"] == pytest.approx((adv_w - adv_s).mean())
+    assert r["pvalue"] == pytest.approx(st.ttest_rel(adv_w, adv_s).pvalue)
+    assert r["verdict"] == "supported"          # attention's advantage only under FGSM
+    assert v.loc["fgsm vs pgd", "role"] == "secondary"
+
+
+def test_ood_auroc_adds_the_image_level_of_one_shared_image_set():
+    ood = pd.DataFrame({"arch": ["vit"] * 3 + ["resnet"] * 3 + ["vit"],
+                        "seed": [0, 1, 2] * 2 + [0],
+                        "dataset": ["digits"] * 6 + ["in_distribution"], "n": 1000,
+                        "auroc": [0.9, 0.92, 0.91, 0.6, 0.64, 0.61, float("nan")]})
+    rng = np.random.default_rng(0)
+    res = pd.DataFrame([{"arch": a, "seed": s, "group": "digits", "measure": "auroc",
+                         "resample": b, "value": rng.normal(0.8, 0.05)}
+                        for a in ("vit", "resnet") for s in range(3) for b in range(10)])
+    c = Claim("ood", "x", "t", "higher_ood_auroc", {},
+              {"comparison": "vit vs resnet", "group": "digits"})
+    r = evaluate([c], {"ood_behaviour": ood, "ood_resamples": res}).iloc[0]
+    d = np.array([0.3, 0.28, 0.3])
+    w = res.pivot_table(index=["seed", "resample"], columns="arch", values="value")
+    image_se = (w["vit"] - w["resnet"]).groupby(level="seed").std(ddof=1).mean()
+    assert r["se"] == pytest.approx(math.sqrt(d.var(ddof=1) / 3 + image_se**2))
+    assert r["verdict"] == "supported" and "image level" in r["detail"]
+    seeds_only = evaluate([Claim("o", "x", "t", "higher_ood_auroc", {"resamples": "none"},
+                                 c.primary)], {"ood_behaviour": ood}).iloc[0]
+    assert seeds_only["se"] == pytest.approx(d.std(ddof=1) / math.sqrt(3))
+
+
+def _models(n_seeds=3, kinds=("fgsm", "blur"), slope=None, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for k, kind in enumerate(kinds):
+        for a, arch in enumerate(("vit", "resnet", "attention_stack", "conv_stack")):
+            for s in range(n_seeds):
+                t = rng.random() + a
+                drop = (slope[k] * t if slope else rng.random()) + 0.3 * a
+                rows.append({"arch": arch, "seed": s, "perturbation": kind,
+                             "end_to_end_scale_free": t, "accuracy_drop": drop,
+                             "relative_drop": drop, "end_to_end_flag": ""})
+    return pd.DataFrame(rows)
+
+
+def test_smoothness_is_tested_within_architectures_with_a_shared_permutation():
+    summ = _models(slope=(1.0, -1.0))
+    table = smoothness_table(summ).set_index(["level", "group", "response"])
+    within = table.loc["within architecture"]
+    assert within.loc[("fgsm", "accuracy_drop"), "tau"] == pytest.approx(1.0)
+    assert within.loc[("blur", "accuracy_drop"), "tau"] == pytest.approx(-1.0)
+    # opposite kinds cancel in the pooled within-architecture statistic
+    assert within.loc[("pooled", "accuracy_drop"), "tau"] == pytest.approx(0.0)
+    # 3 seeds in 4 architectures: 6^4 = 1296 permutations, exact; perfectly concordant within
+    # every architecture gives p = 2 · (1/6)^4... only the identity and its mirror reach 1
+    fg = within.loc[("fgsm", "accuracy_drop")]
+    assert fg["exact"] and fg["n_permutations"] == 1296
+    assert fg["pvalue"] == pytest.approx(2 / 1296)
+    assert within.loc[("pooled", "accuracy_drop"), "role"] == "primary"
+    sec = table[table["role"] == "secondary"]
+    np.testing.assert_allclose(sec["p_adjusted"], np.minimum(1, _holm(sec["pvalue"])))
+    arch = table.loc[("architecture means", "pooled", "accuracy_drop")]
+    assert arch["role"] == "context" and arch["n"] == 4
+    assert arch["min_pvalue"] == pytest.approx(1 / 12) and arch["n_permutations"] == 24
+    claim = Claim("s", "x", "t", "smoothness_predicts_robustness", {},
+                  {"comparison": "Kendall τ within architecture, accuracy_drop",
+                   "group": "pooled"})
+    v = evaluate([claim], {"smoothness": smoothness_table(summ)}).set_index(
+        ["comparison", "group"])
+    assert v.loc[("Kendall τ within architecture, accuracy_drop", "fgsm"), "verdict"] == \
+        "supported"
+    assert v.loc[("Kendall τ within architecture, accuracy_drop", "blur"), "verdict"] == \
+        "contradicted"
+    assert v.loc[("Kendall τ within architecture, accuracy_drop", "pooled"), "verdict"] == \
+        "inconclusive"
+    ctx = v.loc[("Kendall τ architecture means, accuracy_drop", "pooled")]
+    assert ctx["family"] == "" and "can never decide" in ctx["detail"]
+    two = _models(n_seeds=2, slope=(1.0, 1.0))
+    v2 = evaluate([claim], {"smoothness": smoothness_table(two)})
+    assert set(v2.loc[v2["role"] != "context", "verdict"]) == {"not enough seeds"}
+
+
+def _holm(p):
+    p = np.asarray(p, float)
+    order = np.argsort(p)
+    adj = np.maximum.accumulate((len(p) - np.arange(len(p))) * p[order])
+    out = np.empty_like(adj)
+    out[order] = adj
+    return out
+
+
+def test_architecture_level_association_alone_does_not_decide():
+    # architectures differ in both measure and drop, nothing within: the pooled-over-models τ
+    # is large, the within-architecture test is not decisive
+    summ = _models(n_seeds=3, kinds=("fgsm", "pgd", "blur"), seed=2)
+    t = smoothness_table(summ).set_index(["level", "group", "response"])
+    assert st.kendalltau(summ["end_to_end_scale_free"], summ["accuracy_drop"]).statistic > 0.5
+    assert t.loc[("within architecture", "pooled", "accuracy_drop"), "pvalue"] > 0.05
+    assert t.loc[("architecture means", "pooled", "accuracy_drop"), "tau"] == pytest.approx(1.0)
+    assert t.loc[("architecture means", "pooled", "accuracy_drop"), "pvalue"] == \
+        pytest.approx(1 / 12)
 
 
 def test_registry_loads_and_rejects_bad_entries(tmp_path):
     claims = load_claims(ROOT / "data/claims.yml")
     assert {c.check for c in claims} <= set(CHECKS)
-    assert "envelope" in {c.id for c in claims}
+    ids = {c.id for c in claims}
+    assert {"envelope", "attention-helps-only-weak"} <= ids and "attention-smoother-raw" not in ids
+    by_id = {c.id: c for c in claims}
+    assert by_id["attention-more-robust"].primary == {"comparison": "vit vs resnet",
+                                                      "group": "autoattack"}
+    assert all(c.primary for c in claims if c.check != "envelope_holds")
     bad = tmp_path / "c.yml"
     bad.write_text("- {id: a, statement: s, source: x, check: nope}\n")
     with pytest.raises(ValueError, match="unknown check 'nope'"):
@@ -125,67 +280,76 @@ def test_registry_loads_and_rejects_bad_entries(tmp_path):
     bad.write_text("- {id: a, statement: s}\n")
     with pytest.raises(ValueError, match=r"lacks \['source', 'check'\]"):
         load_claims(bad)
-
-
-def test_ood_auroc_higher_is_the_claim():
-    ood = pd.DataFrame({"arch": ["vit"] * 3 + ["resnet"] * 3 + ["vit"], "seed": [0, 1, 2] * 2 + [0],
-                        "dataset": ["digits"] * 6 + ["in_distribution"], "n": 1000,
-                        "auroc": [0.9, 0.92, 0.91, 0.6, 0.62, 0.61, float("nan")]})
-    res = pd.DataFrame(columns=["arch", "seed", "group", "measure", "resample", "value"])
-    c = Claim("ood", "attention separates OOD better", "test", "higher_ood_auroc")
-    v = evaluate([c], {"ood_behaviour": ood, "ood_resamples": res})
-    assert v[["comparison", "group", "verdict"]].values.tolist() == [
-        ["vit vs resnet", "digits", "supported"]]
-
-
-def test_smoothness_is_tested_within_kinds_and_stratified():
-    rng = np.random.default_rng(0)
-    rows = []
-    for kind, slope in (("fgsm", 1.0), ("blur", -1.0)):
-        for arch in ("vit", "resnet", "attention_stack", "conv_stack"):
-            for s in range(3):
-                t = rng.random()
-                rows.append({"arch": arch, "seed": s, "perturbation": kind,
-                             "end_to_end_scale_free": t, "accuracy_drop": slope * t,
-                             "relative_drop": slope * t, "accuracy_clean": rng.random()})
-    summ = pd.DataFrame(rows)
-    table = smoothness_table(summ, n_resamples=999)
-    within = table[(table["response"] == "accuracy_drop") & ~table["partial"]]
-    assert within.set_index("group").loc["fgsm", "tau"] == pytest.approx(1.0)
-    assert within.set_index("group").loc["blur", "tau"] == pytest.approx(-1.0)
-    # opposite kinds cancel when stratified, instead of looking like 24 independent points
-    assert abs(within.set_index("group").loc["stratified", "tau"]) < 1e-9
-    claim = Claim("s", "smooth is robust", "test", "smoothness_predicts_robustness")
-    v = evaluate([claim], {"smoothness": table, "topolip_summary": summ}).set_index(
-        ["comparison", "group"])
-    assert v.loc[("Kendall τ, accuracy_drop", "fgsm"), "verdict"] == "supported"
-    assert v.loc[("Kendall τ, accuracy_drop", "blur"), "verdict"] == "contradicted"
-    assert v.loc[("Kendall τ, accuracy_drop", "stratified"), "verdict"] == "inconclusive"
-    two_seeds = summ[summ["seed"] < 2]
-    v2 = evaluate([claim], {"smoothness": smoothness_table(two_seeds, n_resamples=99),
-                            "topolip_summary": two_seeds})
-    assert set(v2["verdict"]) == {"not enough seeds"}
+    bad.write_text("- {id: a, statement: s, source: x, check: lower_topolip}\n")
+    with pytest.raises(ValueError, match="needs a primary"):
+        load_claims(bad)
 
 
 def test_registry_options_reach_the_check():
     t = summary([2.0, 2.1, 2.2], [1.0, 1.1, 1.2], "digits", "ood_set")["topolip_summary"]
     c = Claim("o", "smoother on OOD", "test", "lower_topolip",
-              {"table": "ood_topolip_summary", "group": "ood_set", "resamples": "none"})
+              {"table": "ood_topolip_summary", "group_column": "ood_set"},
+              {"comparison": "vit vs resnet", "group": "digits"})
     v = evaluate([c], {"ood_topolip_summary": t})
-    assert v["verdict"].tolist() == ["contradicted"]
-    assert v[["comparison", "group", "measure"]].values.tolist() == [
-        ["vit vs resnet", "digits", "end_to_end_scale_free"]]
+    assert v[["comparison", "group", "measure", "verdict"]].values.tolist() == [
+        ["vit vs resnet", "digits", "end_to_end_scale_free", "contradicted"]]
 
 
-def test_most_robust_vs_smoothest_per_kind():
-    s = pd.DataFrame({"arch": ["vit", "resnet", "attention_stack", "conv_stack"] * 2,
-                      "seed": 0, "perturbation": ["fgsm"] * 4 + ["blur"] * 4,
-                      "accuracy_drop": [0.5, 0.1, 0.3, 0.2, 0.1, 0.2, 0.3, 0.4],
-                      "end_to_end_scale_free": [0.2, 0.9, 0.5, 0.6, 0.1, 0.2, 0.3, 0.4]})
-    t = most_robust_vs_smoothest(s).set_index("perturbation")
-    assert t.loc["fgsm", ["most_robust", "smoothest", "agree"]].tolist() == ["resnet", "vit", False]
-    assert t.loc["blur", "agree"] and t.loc["blur", "vit_smaller_drop"]
-    assert not t.loc["fgsm", "vit_smaller_drop"] and t.loc["fgsm", "vit_lower_measure"]
+def test_envelope_check():
+    env = Claim("env", "envelope", "test", "envelope_holds")
+    topo = pd.DataFrame({"bottleneck": [0.5, 0.2], "envelope": [1.0, 1.0]})
+    v = evaluate([env], {"topolip": topo})
+    assert v[["verdict", "role", "family"]].values.tolist() == [["supported", "check", ""]]
+    topo.loc[1, "bottleneck"] = 1.1
+    assert evaluate([env], {"topolip": topo})["verdict"].tolist() == ["contradicted"]
+
+
+def _verdict(**kw):
+    base = dict(claim="a", comparison="vit vs resnet", group="pgd",
+                measure="end_to_end_scale_free", role="secondary", family="a: secondary",
+                scale="log", verdict="inconclusive", effect=-0.1, low=-0.3, high=0.1,
+                coverage=0.95, ratio=math.exp(-0.1), ratio_low=math.exp(-0.3),
+                ratio_high=math.exp(0.1), pvalue=0.3, p_adjusted=0.6, flag="")
+    return {**base, **kw}
+
+
+def test_findings_count_families_and_say_only_what_is_decisive():
+    v = pd.DataFrame([
+        _verdict(role="primary", family="a: primary", verdict="supported", effect=-0.4,
+                 ratio=0.67, ratio_low=0.55, ratio_high=0.82, pvalue=0.004, p_adjusted=0.004),
+        _verdict(group="fgsm", pvalue=0.03, p_adjusted=0.06),
+        _verdict(claim="b", comparison="vit vs resnet", group="autoattack",
+                 measure="accuracy_drop", scale="raw", role="primary", family="b: primary",
+                 verdict="contradicted", effect=0.12, low=0.05, high=0.19, ratio=np.nan,
+                 pvalue=0.012, p_adjusted=0.012,
+                 flag="verdict changes with attack strength: fgsm supported, pgd inconclusive,"
+                      " autoattack contradicted"),
+        _verdict(claim="b", family="b: secondary", group="fgsm", verdict="not enough seeds",
+                 pvalue=np.nan, p_adjusted=np.nan),
+        _verdict(claim="env", comparison="4 layer rows", role="check", family="",
+                 verdict="supported"),
+    ])
+    power = pd.DataFrame([{"claim": "a", "comparison": "vit vs resnet", "group": "pgd",
+                           "text": "a ratio ≤ 0.7 or ≥ 1.43"}])
+    f = findings(v, power)
+    assert f["n_families"] == 3 and f["error_bound"] == pytest.approx(0.15)
+    assert (f["n_tests"], f["n_decisive"], f["n_supported"], f["n_contradicted"]) == (4, 2, 1, 1)
+    assert f["counts"] == {"a": "1 inconclusive, 1 supported",
+                           "b": "1 contradicted, 1 not enough seeds", "env": "no test"}
+    assert f["primary"]["a"] == (
+        "The ViT is smoother: under PGD the ViT's scale-free TopoLip is 0.67× the ResNet's "
+        "(95% interval 0.55–0.82, p = 0.004; the design detects a ratio ≤ 0.7 or ≥ 1.43 with "
+        "80% power).")
+    assert f["primary"]["b"].startswith(
+        f"The ResNet is more robust: under {kind_label('autoattack')} the ViT's accuracy drop "
+        "minus the ResNet's is")
+    assert "+0.120 (95% interval +0.050 to +0.190" in f["primary"]["b"]
+    assert len(f["decisive"]) == 2 and f["decisive"][0].startswith("*a* (primary)")
+    # 0.06 and 0.012 are within [0.2, 3) × alpha; 0.004 is not
+    assert f["n_near"] == 2 and "p = 0.06 (inconclusive)" in f["near"][0]
+    assert f["ladder"] == [v.loc[2, "flag"]]
+    assert "at most 0.15" in f["shows"] and "2 are decisive" in f["shows"]
+    assert families(v)["family"].tolist() == ["a: primary", "a: secondary", "b: primary"]
 
 
 def test_with_options_adds_alpha_without_touching_the_originals():
@@ -193,9 +357,7 @@ def test_with_options_adds_alpha_without_touching_the_originals():
     strict = with_options(claims, alpha=0.01)
     assert [c.id for c in strict] == [c.id for c in claims]
     assert all(c.options["alpha"] == 0.01 for c in strict)
-    assert all({k: v for k, v in s.options.items() if k != "alpha"}
-               == {k: v for k, v in c.options.items() if k != "alpha"}
-               for s, c in zip(strict, claims, strict=True))
+    assert all(s.primary == c.primary for s, c in zip(strict, claims, strict=True))
     assert all("alpha" not in c.options or c.options["alpha"] != 0.01 for c in claims)
 
 
@@ -210,6 +372,16 @@ def test_verdict_counts_text():
     assert verdict_counts(v, "c") == "no comparison"
     with pytest.raises(ValueError, match="lacks column"):
         verdict_counts(v.drop(columns="verdict"), "a")
+
+
+def test_most_robust_vs_smoothest_per_kind():
+    s = pd.DataFrame({"arch": ["vit", "resnet", "attention_stack", "conv_stack"] * 2,
+                      "seed": 0, "perturbation": ["fgsm"] * 4 + ["blur"] * 4,
+                      "accuracy_drop": [0.5, 0.1, 0.3, 0.2, 0.1, 0.2, 0.3, 0.4],
+                      "end_to_end_scale_free": [0.2, 0.9, 0.5, 0.6, 0.1, 0.2, 0.3, 0.4]})
+    t = most_robust_vs_smoothest(s).set_index("perturbation")
+    assert t.loc["fgsm", ["most_robust", "smoothest", "agree"]].tolist() == ["resnet", "vit", False]
+    assert t.loc["blur", "agree"] and t.loc["blur", "vit_smaller_drop"]
 
 
 def test_family_below_counts_uses_seed_means_and_only_complete_architectures():
@@ -228,7 +400,5 @@ def test_family_below_counts_uses_seed_means_and_only_complete_architectures():
                 rows.append({"arch": "attention_stack", "seed": seed, "perturbation": kind,
                              "end_to_end_scale_free": att})
     counts = family_below_counts(pd.DataFrame(rows))
-    # fgsm: mean 2 < 2.5; pgd: 4 > 1.5; contrast: 1 < 2
     assert counts[("vit", "resnet")] == "2 of 3"
-    # the attention stack lacks contrast: not compared
     assert counts[("attention_stack", "conv_stack")] == "none"

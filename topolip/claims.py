@@ -1,24 +1,31 @@
-"""The paper's claims, checked against our tables with intervals and a multiplicity correction.
+"""The paper's claims, checked against our tables: one primary comparison per claim, the rest
+secondary under Holm's correction, paired by seed.
 
-``data/claims.yml`` lists each claim in our own words, where it comes from, and the name of a
-check in :data:`CHECKS`. A check reads the tidy tables of a run and returns one
-:class:`Verdict` per comparison (a pair of architectures under one perturbation, or one
-perturbation kind of a rank correlation).
+``data/claims.yml`` lists each claim in our own words, where it comes from, the name of a check
+in :data:`CHECKS`, the check's options, and the claim's **primary** comparison
+(``primary: {comparison: "vit vs resnet", group: pgd}``). A check reads the tidy tables of a
+run and returns one :class:`Verdict` per comparison (a pair of architectures under one
+perturbation or data set, a difference between two attack strengths, or a rank association).
 
-The rule, in two sentences (the book repeats it): a comparison is *supported* or
-*contradicted* only when its 95% interval excludes no difference after Holm's correction over
-all comparisons of the same claim (equivalently: its Holm-adjusted p-value is below ``alpha``),
-with at least :data:`topolip.stats.MIN_SEEDS` seeds on each side; otherwise it is
-*inconclusive*, or *not enough seeds*. Intervals of differences come from the hierarchical
-bootstrap over seeds and images of :mod:`topolip.stats` (paired by seed: the architectures of
-one seed see the same images), rank correlations from permutation tests over models.
-The verdicts are computed, never written by hand, so the book says what the run shows.
+The rule (the verdicts chapter repeats it): the primary comparison of a claim is tested alone
+at ``alpha``; the claim's other comparisons are secondary, one Holm family per claim. A
+comparison is *supported* or *contradicted* only when its p-value (the primary's own, a
+secondary's Holm-adjusted one) is below ``alpha``, with at least :data:`topolip.stats.MIN_SEEDS`
+seed pairs; otherwise it is *inconclusive* (or *not enough seeds*). Architectures are compared
+by a paired t on the per-seed differences (:func:`topolip.stats.paired_t`), on the log scale
+for TopoLip (the effect is then a ratio), raw for accuracy drops and AUROCs; a TopoLip pair is
+dropped when either model's input displacement lies within the noise floor
+(``end_to_end_flag``), and the row says how many were. The interval of a row is the one its
+decision uses (:func:`topolip.stats.adjusted_coverage`). The verdicts are computed, never
+written by hand, so the book says what the run shows; :func:`findings` turns them into the
+sentences of the verdicts chapter.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -28,70 +35,106 @@ import pandas as pd
 import yaml
 
 from . import stats
+from .report import arch_label, kind_label
 
 __all__ = [
-    "CHECKS", "FAMILY_PAIRS", "Claim", "Verdict", "evaluate", "family_comparisons",
-    "family_below_counts", "load_claims", "most_robust_vs_smoothest", "smoothness_table",
-    "verdict_counts", "with_options",
+    "CHECKS", "FAMILY_PAIRS", "LADDER", "Claim", "Verdict", "evaluate", "family_below_counts",
+    "family_comparisons", "families", "findings", "load_claims", "most_robust_vs_smoothest",
+    "smoothness_table", "verdict_counts", "with_options",
 ]
 
 #: (attention-based, convolution-based) architectures compared with each other.
 FAMILY_PAIRS: tuple[tuple[str, str], ...] = (("vit", "resnet"), ("attention_stack", "conv_stack"))
 
+#: The attack ladder of ``robustness.csv``, weak to strong.
+LADDER: tuple[str, ...] = ("fgsm", "pgd", "autoattack")
+
+#: The noise-floor flag of ``topolip_summary.csv`` (empty when the ratio can be trusted).
+FLAG_COLUMN = "end_to_end_flag"
+
+_KEYS = ("id", "statement", "source", "check")
+
 
 @dataclass(frozen=True)
 class Claim:
     """One claim: ``id``, ``statement`` (our paraphrase), ``source``, ``check`` (a key of
-    :data:`CHECKS`) and the check's keyword ``options`` (e.g. ``measure``)."""
+    :data:`CHECKS`), the check's keyword ``options`` and the ``primary`` comparison
+    (``{"comparison": "vit vs resnet", "group": "pgd"}``; empty for the envelope check)."""
 
     id: str
     statement: str
     source: str
     check: str
     options: Mapping[str, Any] = field(default_factory=dict)
+    primary: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Verdict:
     """The outcome of one check on one comparison.
 
-    ``attention`` and ``convolution`` are the seed means of the compared quantity (NaN for a
-    rank correlation), ``effect`` their difference (or Kendall's τ), ``low``/``high`` its 95%
-    interval, ``pvalue`` and ``p_adjusted`` (Holm, within the claim), ``n_seeds`` as
-    ``"a/b"`` and ``n_images`` the images per seed."""
+    ``role`` is ``primary`` (tested alone at ``alpha``), ``secondary`` (Holm within
+    ``family``), ``context`` (reported, in no family: the architecture-level association) or
+    ``check`` (the envelope theorem). ``scale`` is ``log`` (TopoLip: ``effect``, ``low``,
+    ``high`` are a mean log ratio and its interval, ``ratio*`` their exponentials) or ``raw``.
+    ``attention``/``convolution`` are the two sides' means over the pairs used (geometric means
+    on the log scale; NaN for an association). ``coverage`` is the interval's coverage (the one
+    the decision uses), ``pvalue`` the raw and ``p_adjusted`` the deciding p-value, ``se`` and
+    ``sd`` the standard error and the sd of the per-seed differences, ``df`` the degrees of
+    freedom, ``n_pairs`` the seed pairs used, ``n_excluded`` those dropped for the noise floor,
+    ``n_seeds`` as ``"a/b"`` (seeds per side), ``n_images`` the images per seed, ``mc_se`` the
+    Monte-Carlo standard error of a permutation p-value, ``flag`` a warning (gradient masking,
+    a verdict that changes with attack strength)."""
 
     claim: str
     comparison: str
     verdict: str
     group: str = ""
     measure: str = ""
+    role: str = "secondary"
+    family: str = ""
+    scale: str = "raw"
     attention: float = math.nan
     convolution: float = math.nan
     effect: float = math.nan
     low: float = math.nan
     high: float = math.nan
+    coverage: float = math.nan
+    ratio: float = math.nan
+    ratio_low: float = math.nan
+    ratio_high: float = math.nan
     pvalue: float = math.nan
     p_adjusted: float = math.nan
+    se: float = math.nan
+    sd: float = math.nan
+    df: float = math.nan
+    n_pairs: int = 0
+    n_excluded: int = 0
     n_seeds: str = ""
     n_images: float = math.nan
+    mc_se: float = math.nan
+    flag: str = ""
     detail: str = ""
 
 
 def load_claims(path: str | Path) -> list[Claim]:
     """Read the claims registry (a YAML list).
 
+    Each entry has ``id``, ``statement``, ``source``, ``check``, ``primary`` (a mapping with
+    ``comparison`` and ``group``; not for ``envelope_holds``) and the check's options.
+
     Raises
     ------
     ValueError
-        If an entry lacks ``id``, ``statement``, ``source`` or ``check``, an id repeats, or a
-        check is not in :data:`CHECKS`.
+        If an entry lacks a key, an id repeats, a check is not in :data:`CHECKS`, or a
+        comparison check names no primary.
     """
     entries = yaml.safe_load(Path(path).read_text())
     if not isinstance(entries, list):
         raise ValueError(f"{path}: the claims registry must be a YAML list")
     claims, seen = [], set()
     for i, entry in enumerate(entries):
-        missing = [k for k in ("id", "statement", "source", "check") if k not in entry]
+        missing = [k for k in _KEYS if k not in entry]
         if missing:
             raise ValueError(f"{path}: claim #{i + 1} lacks {missing}")
         if entry["id"] in seen:
@@ -99,11 +142,16 @@ def load_claims(path: str | Path) -> list[Claim]:
         if entry["check"] not in CHECKS:
             raise ValueError(f"{path}: claim {entry['id']!r} names unknown check "
                              f"{entry['check']!r}; known: {sorted(CHECKS)}")
+        primary = entry.get("primary") or {}
+        if entry["check"] != "envelope_holds" and not (
+                isinstance(primary, Mapping) and {"comparison", "group"} <= set(primary)):
+            raise ValueError(f"{path}: claim {entry['id']!r} needs a primary: {{comparison: "
+                             f"..., group: ...}}, got {primary!r}")
         seen.add(entry["id"])
-        options = {k: v for k, v in entry.items() if k not in ("id", "statement", "source",
-                                                                 "check")}
+        options = {k: v for k, v in entry.items() if k not in (*_KEYS, "primary")}
         claims.append(Claim(entry["id"], " ".join(entry["statement"].split()), entry["source"],
-                            entry["check"], options))
+                            entry["check"], options,
+                            {k: str(v) for k, v in dict(primary).items()}))
     return claims
 
 
@@ -228,246 +276,570 @@ def family_below_counts(summary: pd.DataFrame, measure: str = "end_to_end_scale_
     return out
 
 
-def _side(points: pd.DataFrame, resamples: pd.DataFrame | None, arch: str, measure: str,
-          group_col: str, group) -> tuple[np.ndarray, np.ndarray, list]:
-    """Point values (n_seeds,), resample values (n_seeds, B) and seeds of one architecture."""
-    p = points[(points["arch"] == arch) & (points[group_col] == group)].dropna(subset=[measure])
-    p = p.sort_values("seed")
-    seeds = p["seed"].tolist()
-    point = p[measure].to_numpy(dtype=float)
-    if resamples is None or resamples.empty:
-        return point, point[:, None], seeds
-    r = resamples[(resamples["arch"] == arch) & (resamples["group"] == group)
-                  & (resamples["measure"] == measure)]
-    wide = r.pivot_table(index="seed", columns="resample", values="value", aggfunc="first")
-    wide = wide.reindex(seeds)
-    if wide.isna().to_numpy().any() or wide.shape[1] == 0:
-        # a resample with an undefined value (e.g. a zero input displacement): drop the seed's
-        # resample level rather than invent a value
-        keep = ~wide.isna().any(axis=1).to_numpy() if wide.shape[1] else np.zeros(len(seeds), bool)
-        if not keep.any():
-            return point, point[:, None], seeds
-        wide = wide[keep]
-        point, seeds = point[keep], [s for s, k in zip(seeds, keep, strict=True) if k]
-    return point, wide.to_numpy(dtype=float), seeds
-
-
-def family_comparisons(points: pd.DataFrame, measure: str, *, group_col: str = "perturbation",
-                       resamples: pd.DataFrame | None = None, claimed_sign: int = -1,
-                       alpha: float = 0.05, n_boot: int = 2000, claim: str = "",
-                       n_images_col: str | None = "n_images") -> list[Verdict]:
-    """Attention against convolution, per family pair and group, with Holm over all of them.
-
-    Parameters
-    ----------
-    points : pandas.DataFrame
-        One row per ``arch``, ``seed`` and group with the ``measure`` column (the value on the
-        seed's full batch).
-    measure : str
-        The compared column.
-    group_col : str, default="perturbation"
-        The column naming the perturbation kind or data set.
-    resamples : pandas.DataFrame, optional
-        Image resamples: columns ``arch``, ``seed``, ``group``, ``measure``, ``resample``,
-        ``value`` (see :func:`topolip.experiments.measure_model`). Without it, only seeds are
-        resampled.
-    claimed_sign : {-1, 1}
-        -1 when the claim predicts a lower value for attention.
-    alpha : float, default=0.05
-        ``1 − alpha`` intervals; the Holm-adjusted tests at level ``alpha``.
-    n_boot : int, default=2000
-        Bootstrap resamples.
-    claim : str
-        The claim id written into each verdict.
-    n_images_col : str, optional
-        Column of ``points`` with the images per seed.
-
-    Returns
-    -------
-    list of Verdict
-
-    Examples
-    --------
-    >>> pts = pd.DataFrame({"arch": ["vit"] * 3 + ["resnet"] * 3, "seed": [0, 1, 2] * 2,
-    ...                     "perturbation": "fgsm", "m": [1.0, 1.1, 0.9, 2.0, 2.1, 1.9]})
-    >>> v = family_comparisons(pts, "m", n_images_col=None)[0]
-    >>> v.verdict, round(v.effect, 3), v.n_seeds
-    ('supported', -1.0, '3/3')
-    """
-    _require(points, ["arch", "seed", group_col, measure], "points")
-    rows: list[dict] = []
-    for att, conv in FAMILY_PAIRS:
-        for group in pd.unique(points[group_col]):
-            pa, va, sa = _side(points, resamples, att, measure, group_col, group)
-            pc, vc, sc = _side(points, resamples, conv, measure, group_col, group)
-            if len(pa) == 0 or len(pc) == 0:
-                continue
-            paired = sa == sc and va.shape == vc.shape
-            cmp = stats.compare(pa, va, pc, vc, paired=paired, alpha=alpha, n_boot=n_boot)
-            n_img = math.nan
-            if n_images_col and n_images_col in points.columns:
-                sel = points[(points["arch"].isin([att, conv])) & (points[group_col] == group)]
-                n_img = float(sel[n_images_col].min())
-            rows.append(dict(claim=claim, comparison=f"{att} vs {conv}", group=str(group),
-                             measure=measure, attention=float(pa.mean()),
-                             convolution=float(pc.mean()), effect=cmp.effect, low=cmp.low,
-                             high=cmp.high, pvalue=cmp.pvalue, n_seeds=f"{len(pa)}/{len(pc)}",
-                             n_images=n_img, _na=len(pa), _nc=len(pc),
-                             detail=("paired by seed" if paired else "unpaired (Welch)")
-                             + f", {va.shape[1]} image resamples per seed"))
-    adjusted = stats.holm([r["pvalue"] for r in rows])
-    out = []
-    for r, p_adj in zip(rows, adjusted, strict=True):
-        na, nc = r.pop("_na"), r.pop("_nc")
-        r["p_adjusted"] = float(p_adj)
-        r["verdict"] = stats.decide(r["effect"], p_adj, na, nc, alpha=alpha,
-                                    claimed_sign=claimed_sign)
-        out.append(Verdict(**r))
-    return out
-
-
 def _tables(tables: Mapping[str, pd.DataFrame], name: str) -> pd.DataFrame:
     if name not in tables:
         raise ValueError(f"the check needs table {name!r}; available: {sorted(tables)}")
     return tables[name]
 
 
+def _by_seed(points: pd.DataFrame, value: str, group_col: str) -> pd.DataFrame:
+    """``points[value]`` as a (group, seed) × arch table (NaN where missing)."""
+    return points.groupby([group_col, "seed", "arch"], sort=False)[value].first().unstack("arch")
+
+
+def _mean(v: np.ndarray, scale: str) -> float:
+    """Mean of a side (geometric on the log scale); NaN when empty."""
+    if not len(v):
+        return math.nan
+    return float(np.exp(np.log(v).mean())) if scale == "log" else float(v.mean())
+
+
+def _comparison_rows(points: pd.DataFrame, measure: str, *, group_col: str, scale: str,
+                     flag_column: str | None = None, n_images_col: str | None = "n_images",
+                     resamples: pd.DataFrame | None = None,
+                     only: tuple[str, str] | None = None, main: bool = True) -> list[dict]:
+    """One row per family pair and group (or only the ``(comparison, group)`` of ``only``):
+    the paired test of attention against convolution over the seeds present on both sides."""
+    _require(points, ["arch", "seed", group_col, measure], "points")
+    p = points.assign(**{measure: points[measure].astype(float)})
+    has_flag = bool(flag_column) and flag_column in p.columns
+    p = p.assign(_flag=(p[flag_column].fillna("").astype(str) != "") if has_flag else False)
+    values = _by_seed(p, measure, group_col)
+    flags = _by_seed(p, "_flag", group_col).reindex_like(values).fillna(False).astype(bool)
+    images = (_by_seed(p, n_images_col, group_col).reindex_like(values)
+              if n_images_col and n_images_col in p else None)
+    sd_res = None
+    if resamples is not None and len(resamples):
+        r = resamples[resamples["measure"] == measure]
+        if len(r):
+            w = r.groupby(["group", "seed", "resample", "arch"])["value"].first().unstack("arch")
+            sd_res = (w, w.groupby(level=["group", "seed"]).size().max())
+    groups = values.index.get_level_values(0)
+    arch_col = {a: i for i, a in enumerate(values.columns)}
+    vals, flg = values.to_numpy(dtype=float), flags.to_numpy(dtype=bool)
+    seeds = values.index.get_level_values(1).to_numpy()
+    rows = []
+    for att, conv in FAMILY_PAIRS:
+        if att not in arch_col or conv not in arch_col:
+            continue
+        ia, ic = arch_col[att], arch_col[conv]
+        comparison = f"{att} vs {conv}"
+        for group in pd.unique(p[group_col]):
+            if only is not None and (comparison, str(group)) != only:
+                continue
+            sel = np.flatnonzero(groups == group)
+            a, b = vals[sel, ia], vals[sel, ic]
+            fa, fb = np.isfinite(a), np.isfinite(b)
+            if not fa.any() or not fb.any():
+                continue
+            both = fa & fb
+            flagged = both & (flg[sel, ia] | flg[sel, ic])
+            use = both & ~flagged
+            nonpos = use & ((a <= 0) | (b <= 0)) if scale == "log" else np.zeros_like(use)
+            use &= ~nonpos
+            image_se, res_note = 0.0, ""
+            if sd_res is not None and {att, conv} <= set(sd_res[0].columns):
+                w, n_res = sd_res
+                d = (w[att] - w[conv])
+                sds = d.groupby(level=["group", "seed"]).std(ddof=1)
+                keys = [(group, s) for s in seeds[sel][use]]
+                sds = sds.reindex(keys)
+                if sds.notna().any():
+                    image_se = float(sds.mean())
+                    res_note = (f"; + image level (the same images for every seed): se "
+                                f"{image_se:.3g} from {n_res} image resamples")
+            test = stats.paired_t(a[use], b[use], log=scale == "log", image_se=image_se)
+            n_img = math.nan
+            if images is not None:
+                n_img = float(np.nanmin(images.to_numpy(dtype=float)[sel][:, [ia, ic]]))
+            notes = [f"paired t on {'log ' if scale == 'log' else ''}{measure}, "
+                     f"{test.n_pairs} seed pairs (df {test.n_pairs - 1})" + res_note]
+            if int(flagged.sum()):
+                notes.append(f"{int(flagged.sum())} pairs dropped: input displacement within "
+                             "the noise floor")
+            if int(nonpos.sum()):
+                notes.append(f"{int(nonpos.sum())} pairs dropped: a non-positive value")
+            rows.append(dict(comparison=comparison, group=str(group), measure=measure,
+                             scale=scale, test=test, attention=_mean(a[use], scale),
+                             convolution=_mean(b[use], scale),
+                             n_excluded=int(flagged.sum()),
+                             n_seeds=f"{int(fa.sum())}/{int(fb.sum())}",
+                             n_images=n_img, notes=notes, main=main, flag=""))
+    return rows
+
+
+def _exp(v: float) -> float:
+    return math.exp(v) if math.isfinite(v) else math.nan
+
+
+def _finish(rows: list[dict], claim: str, primary: Mapping[str, str], *, alpha: float,
+            claimed_sign: int) -> list[Verdict]:
+    """Roles, Holm over the secondaries, the decision intervals and verdicts."""
+    key = (primary.get("comparison"), primary.get("group"))
+    is_primary = [r["main"] and (r["comparison"], r["group"]) == key for r in rows]
+    secondary = [i for i, f in enumerate(is_primary) if not f]
+    adjusted = dict(zip(secondary, stats.holm([rows[i]["test"].pvalue for i in secondary]),
+                        strict=True))
+    out = []
+    for i, r in enumerate(rows):
+        t: stats.PairedTest = r["test"]
+        p_adj = t.pvalue if is_primary[i] else float(adjusted[i])
+        coverage = stats.adjusted_coverage(t.pvalue, p_adj, alpha=alpha)
+        low, high = stats.t_interval(t.effect, t.se, t.df, coverage)
+        if t.se == 0 and t.n_pairs >= 2:
+            low = high = t.effect
+        role = "primary" if is_primary[i] else "secondary"
+        detail = "; ".join(r["notes"]) + (
+            "; primary: tested alone at alpha" if role == "primary"
+            else f"; secondary: Holm over the claim's {len(secondary)} secondary comparisons")
+        out.append(Verdict(
+            claim, r["comparison"], stats.decide(t.effect, p_adj, t.n_pairs, alpha=alpha,
+                                                 claimed_sign=claimed_sign),
+            group=r["group"], measure=r["measure"], role=role, family=f"{claim}: {role}",
+            scale=r["scale"], attention=r["attention"], convolution=r["convolution"],
+            effect=t.effect, low=low, high=high, coverage=coverage,
+            ratio=_exp(t.effect) if r["scale"] == "log" else math.nan,
+            ratio_low=_exp(low) if r["scale"] == "log" else math.nan,
+            ratio_high=_exp(high) if r["scale"] == "log" else math.nan,
+            pvalue=t.pvalue, p_adjusted=p_adj, se=t.se, sd=t.sd, df=t.df, n_pairs=t.n_pairs,
+            n_excluded=r["n_excluded"], n_seeds=r["n_seeds"], n_images=r["n_images"],
+            flag=r["flag"], detail=detail))
+    if key[0] is not None and not any(is_primary):
+        out.insert(0, Verdict(claim, str(key[0]), "not measured", group=str(key[1]),
+                              role="primary", family=f"{claim}: primary",
+                              detail="the registered primary comparison is not in this run's "
+                                     "tables"))
+    return out
+
+
+def family_comparisons(points: pd.DataFrame, measure: str, *, primary: Mapping[str, str],
+                       group_col: str = "perturbation", scale: str | None = None,
+                       flag_column: str | None = FLAG_COLUMN,
+                       resamples: pd.DataFrame | None = None, claimed_sign: int = -1,
+                       alpha: float = 0.05, claim: str = "",
+                       n_images_col: str | None = "n_images") -> list[Verdict]:
+    """Attention against convolution, per family pair and group, paired by seed: the primary
+    comparison alone at ``alpha``, the others under Holm.
+
+    Parameters
+    ----------
+    points : pandas.DataFrame
+        One row per ``arch``, ``seed`` and group with the ``measure`` column (the value on the
+        seed's images).
+    measure : str
+        The compared column.
+    primary : mapping
+        ``{"comparison": "vit vs resnet", "group": <a value of group_col>}``.
+    group_col : str, default="perturbation"
+        The column naming the perturbation kind or data set.
+    scale : {"log", "raw"}, optional
+        Log for ratio measures; default ``log`` for ``end_to_end*`` measures, else ``raw``.
+    flag_column : str, optional
+        A column whose non-empty value drops the model's pairs (the noise floor); ignored when
+        the table lacks it.
+    resamples : pandas.DataFrame, optional
+        Image resamples (``arch``, ``seed``, ``group``, ``measure``, ``resample``, ``value``)
+        for a quantity the seed spread does not hold (an AUROC over one fixed image set): their
+        standard error of the paired difference is added (:func:`topolip.stats.paired_t`).
+    claimed_sign : {-1, 1}
+        -1 when the claim predicts a lower value for attention.
+    alpha : float, default=0.05
+        Level of the primary test and of the secondaries' Holm family.
+    claim : str
+        The claim id written into each verdict (and its family names).
+    n_images_col : str, optional
+        Column of ``points`` with the images per seed.
+
+    Returns
+    -------
+    list of Verdict
+        A ``"not measured"`` primary row first when the primary comparison is absent.
+
+    Examples
+    --------
+    Differences of logs: log(1/2) at every seed, so the ratio is exactly 1/2.
+
+    >>> pts = pd.DataFrame({"arch": ["vit"] * 3 + ["resnet"] * 3, "seed": [0, 1, 2] * 2,
+    ...                     "perturbation": "pgd", "m": [1.0, 1.2, 0.9, 2.0, 2.4, 1.8]})
+    >>> v = family_comparisons(pts, "m", scale="log", n_images_col=None,
+    ...                        primary={"comparison": "vit vs resnet", "group": "pgd"})[0]
+    >>> v.verdict, v.role, round(v.ratio, 6), v.n_pairs
+    ('supported', 'primary', 0.5, 3)
+    """
+    scale = scale or ("log" if measure.startswith("end_to_end") else "raw")
+    rows = _comparison_rows(points, measure, group_col=group_col, scale=scale,
+                            flag_column=flag_column, n_images_col=n_images_col,
+                            resamples=resamples)
+    return _finish(rows, claim, primary, alpha=alpha, claimed_sign=claimed_sign)
+
+
+def _alpha(claim: Claim) -> float:
+    return float(claim.options.get("alpha", 0.05))
+
+
 def lower_topolip(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
-    """Attention's model TopoLip is lower than convolution's, per family pair and group.
+    """Attention's model TopoLip is lower than convolution's, per family pair and group (paired
+    t on logs; pairs with a noise-floor flag dropped).
 
     Options: ``table`` (default ``topolip_summary``), ``measure`` (default
-    ``end_to_end_scale_free``), ``group`` (default ``perturbation``), ``resamples`` (default
-    ``resamples``; ``none`` for seeds only), ``alpha``.
+    ``end_to_end_scale_free``), ``group_column`` (default ``perturbation``), ``scale``,
+    ``extra_measures`` (measures compared at the primary comparison and group only, as
+    secondaries; e.g. raw ``end_to_end``), ``alpha``.
     """
     o = claim.options
-    res = o.get("resamples", "resamples")
-    return family_comparisons(
-        _tables(tables, o.get("table", "topolip_summary")),
-        o.get("measure", "end_to_end_scale_free"), group_col=o.get("group", "perturbation"),
-        resamples=None if res == "none" else _tables(tables, res), claimed_sign=-1,
-        alpha=float(o.get("alpha", 0.05)), claim=claim.id)
+    t = _tables(tables, o.get("table", "topolip_summary"))
+    measure = o.get("measure", "end_to_end_scale_free")
+    group_col = o.get("group_column", "perturbation")
+    scale = o.get("scale") or ("log" if measure.startswith("end_to_end") else "raw")
+    rows = _comparison_rows(t, measure, group_col=group_col, scale=scale,
+                            flag_column=FLAG_COLUMN)
+    key = (claim.primary.get("comparison", ""), claim.primary.get("group", ""))
+    for extra in o.get("extra_measures", []) or []:
+        if extra in t.columns:
+            rows += _comparison_rows(t, extra, group_col=group_col, scale="log"
+                                     if extra.startswith("end_to_end") else "raw",
+                                     flag_column=FLAG_COLUMN, only=key, main=False)
+    return _finish(rows, claim.id, claim.primary, alpha=_alpha(claim), claimed_sign=-1)
+
+
+def _attack_strength(claim: Claim, tables: Mapping[str, pd.DataFrame]):
+    """``kind -> strength`` of the robustness rows a check uses: the claim's ``strength`` (a
+    number), or ``topolip`` (default): each kind's strength in ``topolip_summary``, and the
+    PGD one (the TopoLip ε) for attacks it does not measure (``autoattack``)."""
+    s = claim.options.get("strength", "topolip")
+    if s != "topolip":
+        return lambda _kind: float(s)
+    summary = _tables(tables, "topolip_summary")
+    _require(summary, ["perturbation", "strength"], "topolip_summary")
+    eps = summary.groupby("perturbation")["strength"].first().astype(float).to_dict()
+    default = eps.get("pgd", eps.get("fgsm", math.nan))
+    return lambda kind: float(eps.get(kind, default))
+
+
+def _at_strength(robust: pd.DataFrame, kinds: Sequence[str], strength) -> pd.DataFrame:
+    _require(robust, ["arch", "seed", "perturbation", "strength", "accuracy_drop"], "robustness")
+    r = robust[robust["perturbation"].isin(kinds)]
+    keep = np.array([math.isclose(float(s), strength(k), rel_tol=1e-6, abs_tol=1e-9)
+                     for s, k in zip(r["strength"], r["perturbation"], strict=True)], bool)
+    r = r[keep]
+    # several rows of one model and attack at this budget (other step counts or restarts, as
+    # a masking check runs them): the strongest, i.e. the largest drop
+    order = r["accuracy_drop"].astype(float).sort_values(ascending=False, kind="stable").index
+    return r.loc[order].drop_duplicates(["arch", "seed", "perturbation"]).sort_index()
+
+
+def _masking_flags(rows: list[dict], tables: Mapping[str, pd.DataFrame],
+                   points: pd.DataFrame) -> None:
+    """Flag robustness rows whose models failed a gradient-masking check (``masking.csv``)."""
+    m = tables.get("masking")
+    if m is None or not len(m) or not {"arch", "seed", "check", "passed"} <= set(m.columns):
+        return
+    passed = m["passed"].map(lambda v: str(v).strip().lower() in ("true", "1", "1.0"))
+    failed = m[(m["check"] == "all") & ~passed]
+    bad = set(zip(failed["arch"], failed["seed"], strict=True))
+    if not bad:
+        return
+    for r in rows:
+        att, conv = r["comparison"].split(" vs ")
+        seeds = points[points["perturbation"] == r["group"]]["seed"].unique()
+        k = sum(((att, s) in bad) or ((conv, s) in bad) for s in seeds)
+        if k:
+            r["flag"] = f"gradient-masking check failed in {k} seed pairs"
 
 
 def smaller_accuracy_drop(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
-    """Attention loses less accuracy to a perturbation, per family pair and perturbation.
+    """Attention loses less accuracy, per family pair and perturbation: the attack ladder of
+    ``robustness`` at the TopoLip ε, and the corruptions of ``topolip_summary`` (raw paired t
+    on the accuracy drop). Ladder rows whose verdict changes with attack strength, or whose
+    models failed a gradient-masking check (``masking``, when given), are flagged.
 
-    Options: ``table`` (default ``topolip_summary``, column ``measure``, default
-    ``accuracy_drop``), ``resamples`` (default ``resamples``), ``alpha``.
+    Options: ``ladder`` (default :data:`LADDER`), ``strength`` (default ``topolip``),
+    ``corruptions`` (default: every kind of ``topolip_summary`` but FGSM and PGD), ``alpha``.
     """
     o = claim.options
-    return family_comparisons(
-        _tables(tables, o.get("table", "topolip_summary")), o.get("measure", "accuracy_drop"),
-        resamples=_tables(tables, o.get("resamples", "resamples")), claimed_sign=-1,
-        alpha=float(o.get("alpha", 0.05)), claim=claim.id)
+    ladder = list(o.get("ladder", LADDER))
+    robust = _at_strength(_tables(tables, o.get("table", "robustness")), ladder,
+                          _attack_strength(claim, tables))
+    rows = _comparison_rows(robust, "accuracy_drop", group_col="perturbation", scale="raw",
+                            n_images_col="n" if "n" in robust else None)
+    _masking_flags(rows, tables, robust)
+    summary = _tables(tables, "topolip_summary")
+    kinds = o.get("corruptions") or [k for k in pd.unique(summary["perturbation"])
+                                     if k not in ("fgsm", "pgd", *ladder)]
+    corr = summary[summary["perturbation"].isin(kinds)]
+    if len(corr):
+        rows += _comparison_rows(corr, "accuracy_drop", group_col="perturbation", scale="raw")
+    out = _finish(rows, claim.id, claim.primary, alpha=_alpha(claim), claimed_sign=-1)
+    for att, conv in FAMILY_PAIRS:
+        rungs = [v for v in out if v.comparison == f"{att} vs {conv}" and v.group in ladder]
+        if len({v.verdict for v in rungs}) > 1:
+            text = "verdict changes with attack strength: " + ", ".join(
+                f"{v.group} {v.verdict}" for v in sorted(rungs, key=lambda v:
+                                                          ladder.index(v.group)))
+            out = [replace(v, flag="; ".join(f for f in (v.flag, text) if f)) if v in rungs
+                   else v for v in out]
+    return out
+
+
+def helps_only_weak(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
+    """The rival claim: attention's accuracy-drop advantage holds against weak attacks only.
+
+    Per family pair and (weak, strong) pair of rungs: the per-seed difference
+    ``(drop_att − drop_conv)_weak − (drop_att − drop_conv)_strong`` (raw paired t over the
+    seeds with all four values). Negative: attention's advantage is larger under the weak
+    attack (the rival claim's direction); positive: it grows with attack strength.
+
+    Options: ``contrasts`` (default ``[[fgsm, autoattack], [fgsm, pgd]]``), ``strength``
+    (default ``topolip``), ``alpha``. The primary's group is ``"fgsm vs autoattack"``.
+    """
+    o = claim.options
+    contrasts = [tuple(c) for c in o.get("contrasts", [["fgsm", "autoattack"], ["fgsm", "pgd"]])]
+    kinds = sorted({k for c in contrasts for k in c})
+    robust = _at_strength(_tables(tables, o.get("table", "robustness")), kinds,
+                          _attack_strength(claim, tables))
+    values = _by_seed(robust.assign(accuracy_drop=robust["accuracy_drop"].astype(float)),
+                      "accuracy_drop", "perturbation")
+    rows = []
+    for att, conv in FAMILY_PAIRS:
+        for weak, strong in contrasts:
+            if not {att, conv} <= set(values.columns) or not {weak, strong} <= set(
+                    values.index.get_level_values(0)):
+                continue
+            adv_w = values.xs(weak, level=0)[att] - values.xs(weak, level=0)[conv]
+            adv_s = values.xs(strong, level=0)[att] - values.xs(strong, level=0)[conv]
+            both = pd.concat([adv_w, adv_s], axis=1, keys=["w", "s"]).dropna()
+            test = stats.paired_t(both["w"].to_numpy(), both["s"].to_numpy())
+            rows.append(dict(
+                comparison=f"{att} vs {conv}", group=f"{weak} vs {strong}",
+                measure="accuracy_drop", scale="raw", test=test, attention=math.nan,
+                convolution=math.nan, n_excluded=0,
+                n_seeds=f"{len(both)}/{len(both)}", n_images=math.nan, main=True, flag="",
+                notes=[f"paired t over {test.n_pairs} seeds of the change in (attention − "
+                       f"convolution) accuracy drop from {strong} to {weak}: mean advantage "
+                       f"difference {float(both['w'].mean()) if len(both) else math.nan:+.3g} "
+                       f"under {weak}, {float(both['s'].mean()) if len(both) else math.nan:+.3g}"
+                       f" under {strong}"]))
+    return _finish(rows, claim.id, claim.primary, alpha=_alpha(claim), claimed_sign=-1)
 
 
 def higher_ood_auroc(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
     """Attention separates out-of-distribution inputs from test inputs better: a higher AUROC of
-    the max-softmax confidence (``ood_behaviour``), per family pair and OOD set, with the
-    image resamples of ``ood_resamples`` (measure ``auroc``)."""
+    the max-softmax confidence (``ood_behaviour``), per family pair and OOD set.
+
+    Every seed's AUROC is over the same test and OOD images, so the seed spread does not hold
+    the image variance: the image-resampling standard error of the paired difference
+    (``ood_resamples``, measure ``auroc``; the mean over seeds of the per-seed bootstrap sd,
+    an upper bound for the mean of correlated errors) is added in quadrature to the seed one
+    (:func:`topolip.stats.paired_t`). Options: ``resamples`` (default ``ood_resamples``;
+    ``none`` for the seed level only), ``alpha``.
+    """
     o = claim.options
     t = _tables(tables, "ood_behaviour").dropna(subset=["auroc"])
-    return family_comparisons(t, "auroc", group_col="dataset",
-                              resamples=_tables(tables, o.get("resamples", "ood_resamples")),
-                              claimed_sign=1, alpha=float(o.get("alpha", 0.05)), claim=claim.id,
-                              n_images_col="n")
+    res = o.get("resamples", "ood_resamples")
+    rows = _comparison_rows(t, "auroc", group_col="dataset", scale="raw", n_images_col="n",
+                            resamples=None if res == "none" else _tables(tables, res))
+    return _finish(rows, claim.id, claim.primary, alpha=_alpha(claim), claimed_sign=1)
 
 
 def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_free",
                      responses: tuple[str, ...] = ("accuracy_drop", "relative_drop"),
-                     control: str = "accuracy_clean", n_resamples: int = 4999,
+                     flag_column: str | None = FLAG_COLUMN, alpha: float = 0.05,
+                     n_resamples: int = 9999, max_resamples: int = 159_999,
                      seed: int = 0) -> pd.DataFrame:
-    """Does a lower model TopoLip go with a smaller accuracy drop? Kendall τ over models.
+    """Does a lower model TopoLip go with a smaller accuracy drop? Kendall τ within
+    architectures, one permutation shared by every kind; the architecture-level τ beside it.
 
-    Within each perturbation kind: Kendall τ between ``measure`` and each response over the
-    models (architecture × seed), its permutation p-value, and the same with ``control``
-    (clean accuracy) partialled out (:func:`topolip.stats.partial_kendall`). Across kinds:
-    only stratified (:func:`topolip.stats.stratified_permutation_kendall`, pairings permuted
-    within each kind), never pooled as if the kinds were independent.
+    The models of one architecture are its seeds; across architectures they are not
+    exchangeable (four clusters that differ in every measure), and the same models appear in
+    every perturbation kind. So the statistic is the within-architecture τ-b of ``measure``
+    with a response, averaged over architectures (and over kinds for the pooled row), tested by
+    permuting the response across the seeds of each architecture with one permutation for
+    every kind (:func:`topolip.stats.within_permutation_kendall`; exact when the permutations
+    are few, else Monte Carlo with its standard error ``mc_se``). A model whose input
+    displacement lies within the noise floor (``flag_column``) is left out of that kind.
+
+    Roles: the pooled within-architecture row of the first response is the **primary** (tested
+    alone at ``alpha``); the per-kind rows of the first response and the pooled rows of the
+    other responses are **secondary** (Holm over them, in ``p_adjusted``); the τ over the
+    architecture means (``level = "architecture means"``, exact p over every relabelling of
+    the architectures) is **context**: with ``n`` architectures its smallest two-sided p is
+    ``2/n!`` (1/12 for 4), so it can never decide at 0.05 with 4.
 
     Parameters
     ----------
     summary : pandas.DataFrame
-        One row per ``arch``, ``seed``, ``perturbation`` with ``measure``, the responses and
-        ``control``.
+        One row per ``arch``, ``seed``, ``perturbation`` with ``measure`` and the responses
+        (``tables/topolip_summary.csv``).
     measure : str
         The TopoLip column.
     responses : tuple of str
-        The robustness columns, each tested against ``measure``.
-    control : str
-        The column partialled out (clean accuracy).
-    n_resamples : int
-        Permutations per test.
-    seed : int
+        Robustness columns; the first is the primary's.
+    flag_column : str, optional
+        The noise-floor flag (ignored when absent).
+    alpha : float, default=0.05
+        The level (the Monte-Carlo count grows until no p-value is within 3 standard errors of
+        ``alpha`` or of Holm's ``alpha/j``).
+    n_resamples : int, default=9999
+        Initial Monte-Carlo permutations.
+    max_resamples : int, default=159999
+        The most Monte-Carlo permutations (see
+        :func:`topolip.stats.within_permutation_kendall`).
+    seed : int, default=0
         Seed of the permutations.
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``group`` (a kind, or ``"stratified"``), ``response``, ``partial`` (bool),
-        ``n`` (models), ``tau``, ``pvalue``, ``p_adjusted`` (Holm over the kinds of one
-        response and ``partial``; the stratified row is its own family).
+        Columns ``group`` (a kind, or ``"pooled"``), ``response``, ``level``
+        (``within architecture`` | ``architecture means``), ``role``, ``partial`` (False; kept
+        for the readers of the older table), ``n`` (model × kind observations used),
+        ``n_arch``, ``min_seeds`` (fewest models of an architecture), ``n_excluded`` (flagged
+        observations left out), ``tau``, ``pvalue``, ``p_adjusted``, ``mc_se``,
+        ``n_permutations``, ``exact``, ``min_pvalue`` (the smallest p the test can give).
+
+    Raises
+    ------
+    ValueError
+        If a column is missing.
+
+    Examples
+    --------
+    Two architectures of three seeds, one kind; within each, the drop follows TopoLip exactly.
+
+    >>> s = pd.DataFrame({"arch": ["vit"] * 3 + ["resnet"] * 3, "seed": [0, 1, 2] * 2,
+    ...                   "perturbation": "pgd", "end_to_end_scale_free": [1, 2, 3, 4, 5, 6.],
+    ...                   "accuracy_drop": [.1, .2, .3, .1, .2, .3]})
+    >>> t = smoothness_table(s, responses=("accuracy_drop",))
+    >>> t[["group", "level", "role", "tau"]].values.tolist()[0]
+    ['pooled', 'within architecture', 'primary', 1.0]
+    >>> round(float(t["pvalue"].iloc[0]), 4), int(t["n_permutations"].iloc[0])   # 2 of 36
+    (0.0556, 36)
     """
-    _require(summary, ["perturbation", measure, *responses, control], "summary")
+    _require(summary, ["arch", "seed", "perturbation", measure, *responses], "summary")
+    s = summary.copy()
+    n_excluded = 0
+    if flag_column and flag_column in s.columns:
+        flagged = s[flag_column].fillna("").astype(str) != ""
+        n_excluded = int((flagged & s[measure].notna()).sum())
+        s.loc[flagged, measure] = np.nan
+    kinds = list(pd.unique(s["perturbation"]))
+    wide = s.pivot_table(index="perturbation", columns=["arch", "seed"],
+                         values=[measure, *responses], aggfunc="first", dropna=False)
+    units = sorted({(a, sd) for _, a, sd in wide.columns})
+    clusters = np.array([a for a, _ in units])
+
+    def grid(col):
+        return wide[col].reindex(index=kinds, columns=pd.MultiIndex.from_tuples(units)).to_numpy(
+            dtype=float)
+
+    x = grid(measure)
+    archs = list(pd.unique(clusters))
+    seeds_per_arch = s.dropna(subset=[measure]).groupby("arch")["seed"].nunique()
+    min_seeds = int(seeds_per_arch.min()) if len(seeds_per_arch) else 0
     rows = []
-    for response in responses:
-        for partial in (False, True):
-            fam = []
-            for kind, g in summary.groupby("perturbation", sort=False):
-                if partial:
-                    tau, p = stats.partial_kendall(g[measure], g[response], g[control],
-                                                   n_resamples=n_resamples, seed=seed)
-                else:
-                    tau, p = stats.permutation_kendall(g[measure], g[response],
-                                                       n_resamples=n_resamples, seed=seed)
-                fam.append({"group": str(kind), "response": response, "partial": partial,
-                            "n": int(g[[measure, response]].notna().all(axis=1).sum()),
-                            "tau": tau, "pvalue": p})
-            for r, adj in zip(fam, stats.holm([r["pvalue"] for r in fam]), strict=True):
-                r["p_adjusted"] = float(adj)
-            rows += fam
-            if not partial:
-                tau, p = stats.stratified_permutation_kendall(
-                    summary[measure], summary[response], summary["perturbation"],
-                    n_resamples=n_resamples, seed=seed)
-                rows.append({"group": "stratified", "response": response, "partial": False,
-                             "n": int(summary[[measure, response]].notna().all(axis=1).sum()),
-                             "tau": tau, "pvalue": p, "p_adjusted": p})
-    return pd.DataFrame(rows)
+    n_sec = len(kinds) + len(responses) - 1
+    thresholds = [alpha] + [alpha / j for j in range(1, n_sec + 1)]
+    for i, response in enumerate(responses):
+        y = grid(response)
+        obs = np.isfinite(x) & np.isfinite(y)
+        w = stats.within_permutation_kendall(x, y, clusters, n_resamples=n_resamples,
+                                             max_resamples=max(max_resamples, n_resamples),
+                                             thresholds=thresholds, seed=seed + i)
+        common = dict(response=response, partial=False, n_arch=len(archs),
+                      min_seeds=min_seeds, n_excluded=n_excluded,
+                      n_permutations=w.n_permutations, exact=w.exact)
+        min_p = 1 / w.n_permutations if w.exact and w.n_permutations else \
+            1 / (1 + w.n_permutations) if w.n_permutations else math.nan
+        rows.append(dict(group="pooled", level="within architecture",
+                         role="primary" if i == 0 else "secondary", n=int(obs.sum()),
+                         tau=w.tau, pvalue=w.pvalue, mc_se=w.mc_se, min_pvalue=min_p,
+                         **common))
+        if i == 0:
+            for k, kind in enumerate(kinds):
+                rows.append(dict(group=str(kind), level="within architecture",
+                                 role="secondary", n=int(obs[k].sum()),
+                                 tau=float(w.tau_strata[k]), pvalue=float(w.pvalue_strata[k]),
+                                 mc_se=float(w.mc_se_strata[k]), min_pvalue=min_p, **common))
+        # architecture level: τ over the architecture means, every relabelling
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a kind with no value: NaN
+            xm = np.stack([np.nanmean(np.where(clusters == a, x, np.nan), axis=1)
+                           for a in archs], axis=1) if archs else np.empty((len(kinds), 0))
+            ym = np.stack([np.nanmean(np.where(clusters == a, y, np.nan), axis=1)
+                           for a in archs], axis=1) if archs else np.empty((len(kinds), 0))
+        m = stats.within_permutation_kendall(xm, ym, np.zeros(len(archs)),
+                                             max_exact=math.factorial(8))
+        rows.append(dict(group="pooled", level="architecture means", role="context",
+                         n=len(archs), tau=m.tau, pvalue=m.pvalue, mc_se=m.mc_se,
+                         min_pvalue=2 / math.factorial(len(archs)) if len(archs) >= 2
+                         else math.nan, **{**common, "n_permutations": m.n_permutations,
+                                           "exact": m.exact}))
+    t = pd.DataFrame(rows)
+    t["p_adjusted"] = t["pvalue"]
+    sec = (t["role"] == "secondary").to_numpy()
+    t.loc[sec, "p_adjusted"] = stats.holm(t.loc[sec, "pvalue"].to_numpy(dtype=float))
+    cols = ["group", "response", "level", "role", "partial", "n", "n_arch", "min_seeds",
+            "n_excluded", "tau", "pvalue", "p_adjusted", "mc_se", "n_permutations", "exact",
+            "min_pvalue"]
+    return t[cols]
 
 
 def smoothness_predicts_robustness(claim: Claim,
                                    tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
-    """Lower model TopoLip goes with a smaller accuracy drop (``smoothness`` table of
-    :func:`smoothness_table`): τ > 0 with Holm-adjusted p < ``alpha`` supports, τ < 0
-    contradicts; every architecture needs at least :data:`topolip.stats.MIN_SEEDS` seeds.
+    """Lower model TopoLip goes with a smaller accuracy drop, within architectures (the
+    ``smoothness`` table of :func:`smoothness_table`, whose roles and Holm-adjusted p-values
+    are used as they are: one correction family in chapter 04 and here).
 
-    Holm's correction spans every row of the claim (kinds, responses, with and without the
-    clean accuracy partialled out, the stratified tests), as for every other claim."""
+    τ > 0 with a deciding p below ``alpha`` supports, τ < 0 contradicts; every architecture
+    needs at least :data:`topolip.stats.MIN_SEEDS` seeds. The primary is the table's primary
+    row (``claim.primary`` names it: ``comparison: within architecture``, ``group: pooled``).
+    """
     o = claim.options
     t = _tables(tables, o.get("table", "smoothness"))
-    summary = _tables(tables, "topolip_summary")
-    seeds = summary.groupby("arch")["seed"].nunique()
-    enough = len(seeds) > 0 and int(seeds.min()) >= stats.MIN_SEEDS
-    alpha = float(o.get("alpha", 0.05))
+    _require(t, ["group", "response", "level", "role", "tau", "pvalue", "p_adjusted"],
+             "smoothness")
+    alpha = _alpha(claim)
+    n_sec = int((t["role"] == "secondary").sum())
     out = []
-    t = t.assign(p_adjusted=stats.holm(t["pvalue"].to_numpy(dtype=float)))
-    for r in t.itertuples():
+    for r in t.to_dict("records"):
+        enough = int(r.get("min_seeds", 0)) >= stats.MIN_SEEDS
         if not enough:
-            verdict = "not enough seeds"
-        elif not (math.isfinite(r.p_adjusted) and r.p_adjusted < alpha):
-            verdict = "inconclusive"
+            decision = "not enough seeds"
+        elif r["role"] == "context":
+            decision = "inconclusive"
+        elif not (math.isfinite(r["p_adjusted"]) and r["p_adjusted"] < alpha) or r["tau"] == 0:
+            decision = "inconclusive"
         else:
-            verdict = "supported" if r.tau > 0 else "contradicted"
-        what = f"{r.response}{' | clean accuracy' if r.partial else ''}"
-        out.append(Verdict(claim.id, f"Kendall τ, {what}", verdict, group=r.group,
-                           measure=o.get("measure", "end_to_end_scale_free"), effect=r.tau,
-                           pvalue=r.pvalue, p_adjusted=r.p_adjusted,
-                           n_seeds=f"{int(seeds.min()) if len(seeds) else 0} per arch",
-                           detail=f"{r.n} models; permutation test"
-                           + (", ranks residualised on clean accuracy" if r.partial else "")
-                           + (", pairings permuted within kind" if r.group == "stratified"
-                              else "") + "; Holm over the claim's rows"))
+            decision = "supported" if r["tau"] > 0 else "contradicted"
+        if r["level"] == "architecture means":
+            what = (f"τ over the {r['n']} architecture means, mean over kinds; exact p over all "
+                    f"{int(r['n_permutations'])} relabellings; with n = {r['n']} the smallest "
+                    f"two-sided p is {r['min_pvalue']:.3g}, so it "
+                    + ("can never decide at alpha" if r["min_pvalue"] >= alpha else
+                       "can decide") + "; reported, in no family")
+        else:
+            what = ("within-architecture τ-b over seeds, "
+                    + ("mean over architectures and kinds" if r["group"] == "pooled"
+                       else "mean over architectures")
+                    + f", {r['n']} observations; response permuted across the seeds of each "
+                    "architecture, one permutation for every kind; "
+                    + (f"exact over {int(r['n_permutations'])} permutations" if r["exact"]
+                       else f"{int(r['n_permutations'])} Monte-Carlo permutations "
+                            f"(MC se {r['mc_se']:.2g})")
+                    + ("; primary: tested alone at alpha" if r["role"] == "primary"
+                       else f"; secondary: Holm over {n_sec}"))
+        if int(r.get("n_excluded", 0)):
+            what += f"; {int(r['n_excluded'])} flagged observations (noise floor) left out"
+        role = r["role"]
+        out.append(Verdict(claim.id, f"Kendall τ {r['level']}, {r['response']}", decision,
+                           group=str(r["group"]), measure=o.get("measure",
+                                                                "end_to_end_scale_free"),
+                           role=role, family=f"{claim.id}: {role}" if role != "context" else "",
+                           effect=float(r["tau"]), pvalue=float(r["pvalue"]),
+                           p_adjusted=float(r["p_adjusted"]), mc_se=float(r.get("mc_se",
+                                                                                math.nan)),
+                           n_pairs=int(r["n"]), n_excluded=int(r.get("n_excluded", 0)),
+                           n_seeds=f"{int(r.get('min_seeds', 0))} per arch", detail=what))
     return out
 
 
@@ -478,7 +850,7 @@ def envelope_holds(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Ver
     bad = t[t["bottleneck"] > t["envelope"] + slack]
     ratio = float((t["bottleneck"] / t["envelope"].where(t["envelope"] > 0)).max())
     return [Verdict(claim.id, f"{len(t)} layer rows", "contradicted" if len(bad) else "supported",
-                    effect=ratio,
+                    role="check", effect=ratio, n_excluded=0,
                     detail=f"largest bottleneck/envelope ratio {ratio:.3f}; violations: {len(bad)}"
                     "; a theorem: any violation is a bug")]
 
@@ -486,6 +858,7 @@ def envelope_holds(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Ver
 CHECKS: dict[str, Callable[[Claim, Mapping[str, pd.DataFrame]], list[Verdict]]] = {
     "lower_topolip": lower_topolip,
     "smaller_accuracy_drop": smaller_accuracy_drop,
+    "helps_only_weak": helps_only_weak,
     "higher_ood_auroc": higher_ood_auroc,
     "smoothness_predicts_robustness": smoothness_predicts_robustness,
     "envelope_holds": envelope_holds,
@@ -498,16 +871,222 @@ def evaluate(claims: list[Claim], tables: Mapping[str, pd.DataFrame]) -> pd.Data
     Examples
     --------
     >>> s = pd.DataFrame({"arch": ["vit"] * 3 + ["resnet"] * 3, "seed": [0, 1, 2] * 2,
-    ...                   "perturbation": "fgsm", "n_images": 100,
+    ...                   "perturbation": "pgd", "n_images": 100, "end_to_end_flag": "",
     ...                   "end_to_end_scale_free": [1.0, 1.1, 0.9, 2.0, 2.1, 1.9]})
-    >>> c = Claim("c", "attention is smoother", "test", "lower_topolip", {"resamples": "none"})
-    >>> evaluate([c], {"topolip_summary": s})[["comparison", "group", "verdict"]].values.tolist()
-    [['vit vs resnet', 'fgsm', 'supported']]
+    >>> c = Claim("c", "attention is smoother", "test", "lower_topolip",
+    ...           primary={"comparison": "vit vs resnet", "group": "pgd"})
+    >>> evaluate([c], {"topolip_summary": s})[["role", "group", "verdict"]].values.tolist()
+    [['primary', 'pgd', 'supported']]
     """
     rows = []
     for claim in claims:
         rows += [vars(v) for v in CHECKS[claim.check](claim, tables)]
     return pd.DataFrame(rows, columns=list(Verdict.__dataclass_fields__))
+
+
+_DECISIVE = ("supported", "contradicted")
+
+
+def families(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """The test families of a verdicts table: one row per ``family`` with at least one tested
+    row (a finite deciding p-value), its claim, role and number of tests.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``family``, ``claim``, ``role``, ``n_tests``, ``n_decisive``.
+
+    Examples
+    --------
+    >>> v = pd.DataFrame({"claim": ["a", "a", "a"], "role": ["primary", "secondary",
+    ...                   "secondary"], "family": ["a: primary", "a: secondary", "a: secondary"],
+    ...                   "p_adjusted": [0.01, 0.2, float("nan")],
+    ...                   "verdict": ["supported", "inconclusive", "not enough seeds"]})
+    >>> families(v)[["family", "n_tests", "n_decisive"]].values.tolist()
+    [['a: primary', 1, 1], ['a: secondary', 1, 0]]
+    """
+    _require(verdicts, ["claim", "role", "family", "p_adjusted", "verdict"], "verdicts")
+    v = verdicts[verdicts["family"].fillna("").astype(str).ne("")
+                 & np.isfinite(verdicts["p_adjusted"].astype(float))]
+    g = v.groupby("family", sort=False)
+    return pd.DataFrame({"family": list(g.groups), "claim": g["claim"].first().to_list(),
+                         "role": g["role"].first().to_list(), "n_tests": g.size().to_list(),
+                         "n_decisive": g["verdict"].agg(
+                             lambda s: int(s.isin(_DECISIVE).sum())).to_list()})
+
+
+_MEASURE_WORDS = {"end_to_end_scale_free": "scale-free TopoLip", "end_to_end": "raw TopoLip",
+                  "accuracy_drop": "accuracy drop", "auroc": "OOD AUROC",
+                  "relative_drop": "relative accuracy drop"}
+
+
+def _fmt(x: float, fmt: str = "{:.3g}") -> str:
+    return fmt.format(x) if x is not None and math.isfinite(x) else "n/a"
+
+
+def _sentence(r: Mapping, mde: Mapping | None = None) -> str:
+    """One row's finding in words, no stronger than its verdict."""
+    pct = f"{100 * r['coverage']:.3g}%" if math.isfinite(r.get("coverage", math.nan)) else ""
+    where = kind_label(r["group"])
+    att, conv = (arch_label(a) for a in r["comparison"].split(" vs ")) \
+        if " vs " in r["comparison"] else ("", "")
+    decisive = r["verdict"] in _DECISIVE
+    p = f"p = {_fmt(r['p_adjusted'], '{:.2g}')}" + (" (Holm)" if r["role"] == "secondary"
+                                                  else "")
+    what = _MEASURE_WORDS.get(r["measure"], str(r["measure"]).replace("_", " "))
+    extra = ""
+    if mde:
+        extra = f"; the design detects {mde['text']} with 80% power"
+    if r["comparison"].startswith("Kendall"):
+        level = "of the architecture means" if "architecture means" in r["comparison"] else \
+            "within architectures"
+        direction = ("a lower TopoLip goes with a smaller " if r["effect"] > 0
+                     else "a lower TopoLip goes with a larger ") + what
+        body = f"Kendall τ {level} ({where}) is {_fmt(r['effect'], '{:.2f}')}, {p}"
+        return (f"{direction}: {body}." if decisive else
+                f"No decisive association: {body} ({r['verdict']}).")
+    if r["scale"] == "log":
+        body = (f"under {where} the {att}'s {what} is {_fmt(r['ratio'], '{:.2f}')}× the "
+                f"{conv}'s ({pct} interval {_fmt(r['ratio_low'], '{:.2f}')}–"
+                f"{_fmt(r['ratio_high'], '{:.2f}')}, {p}{extra})")
+        if decisive:
+            who = att if r["ratio"] < 1 else conv
+            return f"The {who} is smoother: {body}."
+        return f"No decisive difference: {body}, {r['verdict']}."
+    if " vs " in r["group"]:
+        weak, strong = r["group"].split(" vs ")
+        body = (f"the {att}'s accuracy-drop difference to the {conv} changes by "
+                f"{_fmt(r['effect'], '{:+.3f}')} from {kind_label(strong)} to "
+                f"{kind_label(weak)} ({pct} interval {_fmt(r['low'], '{:+.3f}')} to "
+                f"{_fmt(r['high'], '{:+.3f}')}, {p}{extra})")
+        if decisive:
+            return ("Attention's advantage is larger against the weak attack: " if
+                    r["effect"] < 0 else "Attention's advantage grows with attack strength: ") \
+                + body + "."
+        return f"No decisive change with attack strength: {body}, {r['verdict']}."
+    higher_better = r["measure"] == "auroc"
+    body = (f"under {where} the {att}'s {what} minus the {conv}'s is "
+            f"{_fmt(r['effect'], '{:+.3f}')} ({pct} interval {_fmt(r['low'], '{:+.3f}')} to "
+            f"{_fmt(r['high'], '{:+.3f}')}, {p}{extra})")
+    if decisive:
+        better = att if (r["effect"] > 0) == higher_better else conv
+        word = "separates OOD data better" if higher_better else "is more robust"
+        return f"The {better} {word}: {body}."
+    return f"No decisive difference: {body}, {r['verdict']}."
+
+
+def findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
+             alpha: float = 0.05, near: tuple[float, float] = (0.2, 3.0)) -> dict[str, Any]:
+    """The numbers and sentences the verdicts chapter glues, from its verdicts table.
+
+    Parameters
+    ----------
+    verdicts : pandas.DataFrame
+        :func:`evaluate`'s table.
+    power : pandas.DataFrame, optional
+        :func:`topolip.calibration.power_table`'s table: each primary's minimum detectable
+        effect is quoted beside it.
+    alpha : float, default=0.05
+        The level the verdicts used.
+    near : (float, float), default=(0.2, 3.0)
+        A tested row sits *near the threshold* when ``near[0]·alpha <= p_adjusted <
+        near[1]·alpha``: a modest change of the data (a seed, a Monte-Carlo draw, a thread
+        count) could move it across (rows with too few seed pairs cannot decide and are not
+        listed).
+
+    Returns
+    -------
+    dict
+        ``n_families``, ``n_tests``, ``n_primary``, ``error_bound`` (``min(1, n_families ·
+        alpha)``: the book-wide chance of at least one false decisive verdict, by Bonferroni
+        over families), ``n_decisive``, ``n_supported``, ``n_contradicted``, ``counts``
+        (``{claim: "k supported, ..."}``, tested rows only), ``primary`` (``{claim: sentence}``),
+        ``primary_rows`` (``{claim: "comparison, group"}``), ``decisive`` (sentences, primaries
+        first), ``near`` (``"comparison, group (claim): p"`` strings), ``n_near``, ``ladder``
+        (the flags of the robustness rows whose verdict changes with attack strength), and
+        ``shows``: the paragraph "What this run shows" (markdown).
+
+    Raises
+    ------
+    ValueError
+        If a column is missing.
+
+    Examples
+    --------
+    >>> v = pd.DataFrame([dict(claim="a", comparison="vit vs resnet", group="pgd",
+    ...     measure="end_to_end_scale_free", role="primary", family="a: primary", scale="log",
+    ...     verdict="supported", effect=-0.4, low=-0.6, high=-0.2, coverage=0.95,
+    ...     ratio=0.67, ratio_low=0.55, ratio_high=0.82, pvalue=0.004, p_adjusted=0.004,
+    ...     flag="")])
+    >>> f = findings(v)
+    >>> f["n_families"], f["error_bound"], f["n_supported"]
+    (1, 0.05, 1)
+    >>> print(f["primary"]["a"])  # doctest: +NORMALIZE_WHITESPACE
+    The ViT is smoother: under PGD the ViT's scale-free TopoLip is 0.67× the ResNet's
+    (95% interval 0.55–0.82, p = 0.004).
+    """
+    _require(verdicts, ["claim", "comparison", "group", "measure", "role", "family", "scale",
+                        "verdict", "effect", "low", "high", "coverage", "ratio", "ratio_low",
+                        "ratio_high", "pvalue", "p_adjusted", "flag"], "verdicts")
+    fam = families(verdicts)
+    tested = verdicts[verdicts["role"].isin(["primary", "secondary"])]
+    decisive = tested[tested["verdict"].isin(_DECISIVE)]
+    mdes = {}
+    if power is not None and len(power):
+        mdes = {(r["claim"], r["comparison"], r["group"]): r for r in power.to_dict("records")}
+    primary, primary_rows = {}, {}
+    for r in tested[tested["role"] == "primary"].to_dict("records"):
+        primary_rows[r["claim"]] = f"{r['comparison']}, {r['group']}"
+        if r["verdict"] == "not measured":
+            primary[r["claim"]] = (f"The registered primary ({r['comparison']}, {r['group']}) "
+                                   "was not measured in this run.")
+        else:
+            primary[r["claim"]] = _sentence(r, mdes.get((r["claim"], r["comparison"],
+                                                         r["group"])))
+    ordered = pd.concat([decisive[decisive["role"] == "primary"],
+                         decisive[decisive["role"] != "primary"]])
+    sentences = [f"*{r['claim']}* ({r['role']}): " + _sentence(
+        r, mdes.get((r["claim"], r["comparison"], r["group"]))) for r in ordered.to_dict(
+        "records")]
+    p = tested["p_adjusted"].astype(float)
+    close = tested[(p >= near[0] * alpha) & (p < near[1] * alpha)
+                   & (tested["verdict"] != "not enough seeds")]
+    near_list = [f"{r['comparison']}, {kind_label(r['group'])} ({r['claim']}): "
+                 f"p = {r['p_adjusted']:.2g} ({r['verdict']})" for r in close.to_dict("records")]
+    ladder = sorted({f for f in verdicts["flag"].fillna("").astype(str)
+                     if "changes with attack strength" in f})
+    counts = {}
+    for c in dict.fromkeys(verdicts["claim"]):
+        rows = tested[tested["claim"] == c]
+        counts[c] = ", ".join(f"{n} {k}" for k, n in rows["verdict"].value_counts(
+            sort=False).sort_index().items()) or "no test"
+    n_fam = len(fam)
+    bound = min(1.0, round(n_fam * alpha, 10))
+    shows = [f"This run has {n_fam} test families (one primary and one secondary family per "
+             f"claim); at α = {alpha:g} each, the chance of at least one false decisive verdict "
+             f"in the whole book is at most {bound:.2g} (Bonferroni over families)."]
+    n_sup = int((decisive["verdict"] == "supported").sum())
+    n_con = int((decisive["verdict"] == "contradicted").sum())
+    shows.append(f"Of the {len(tested)} tests, {len(decisive)} "
+                 f"{'is' if len(decisive) == 1 else 'are'} decisive: {n_sup} "
+                 f"support{'s' if n_sup == 1 else ''} a claim and {n_con} "
+                 f"contradict{'s' if n_con == 1 else ''} one.")
+    if sentences:
+        shows.append("Decisive findings: " + " ".join(sentences))
+    else:
+        shows.append("No comparison is decisive: the run cannot tell the architectures apart "
+                     "at the effects it can detect.")
+    if near_list:
+        shows.append(f"Near the threshold ({near[0]:g}·α to {near[1]:g}·α; a seed or a "
+                     "Monte-Carlo draw could move these): " + "; ".join(near_list) + ".")
+    return {"n_families": n_fam, "n_tests": len(tested),
+            "n_primary": int((tested["role"] == "primary").sum()), "error_bound": bound,
+            "n_decisive": len(decisive),
+            "n_supported": int((decisive["verdict"] == "supported").sum()),
+            "n_contradicted": int((decisive["verdict"] == "contradicted").sum()),
+            "counts": counts, "primary": primary, "primary_rows": primary_rows,
+            "decisive": sentences, "near": near_list, "n_near": len(near_list),
+            "ladder": ladder, "shows": "\n\n".join(shows)}
 
 
 def most_robust_vs_smoothest(summary: pd.DataFrame, *,

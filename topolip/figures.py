@@ -1095,7 +1095,8 @@ def plot_measure_study(study: pd.DataFrame, *, alpha: float = 0.05,
 
 @_styled
 def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) -> plt.Figure:
-    """Forest plot of the architecture comparisons: effect and 95% interval, by claim.
+    """Forest plot of the architecture comparisons: effect and the interval its verdict uses,
+    by claim.
 
     Parameters
     ----------
@@ -1109,8 +1110,10 @@ def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) ->
     -------
     matplotlib.figure.Figure
         One panel per claim; one row per comparison and group; colour by verdict; the effect is
-        attention minus convolution in the claim's units (no bar where there is no interval,
-        e.g. with one seed).
+        attention minus convolution in the claim's units: the log of the ratio for a log-scale
+        (TopoLip) row, a difference otherwise; the bar is the row's ``low``–``high``, the
+        interval at the coverage its decision uses (no bar where there is no interval, e.g.
+        with one seed).
 
     Raises
     ------
@@ -1156,7 +1159,8 @@ def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) ->
         ax.invert_yaxis()
         ax.axvline(0.0, color="0.4", ls=":", lw=1)
         ax.set_title(claim, loc="left")
-    axes[-1, 0].set_xlabel("attention − convolution (95% interval; verdicts use Holm)")
+    axes[-1, 0].set_xlabel("attention − convolution (log ratio for TopoLip); the interval "
+                           "each verdict uses")
     for verdict, color in colors.items():
         if verdict in set(v["verdict"]):
             axes[0, 0].plot([], [], "o", color=color, label=verdict)

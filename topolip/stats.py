@@ -1,46 +1,59 @@
-r"""Statistics of the comparisons: hierarchical bootstrap intervals, Holm correction, verdicts,
-rank agreement of a measure with robustness (Kendall τ, permutation tests, granulated τ).
+r"""Statistics of the verdicts: paired t on per-seed differences, Holm's correction, power and
+minimum detectable effects, and rank agreement of a measure with robustness (Kendall τ with
+permutation tests that respect how the models are clustered).
 
 Torch-free (numpy, pandas, scipy): the claims, the figures and the measure study import it.
 
 The design every comparison uses
 --------------------------------
-A compared quantity (a model's TopoLip, its accuracy drop, an AUROC) is measured once per
-training seed ``s`` on that seed's batch of test images (the *point* value ``v_s``), and again on
-``B`` bootstrap resamples of those images (``v_{s,b}``; the same image indices for every
-architecture of the seed, so architectures are *paired* by seed). The hierarchical bootstrap
-draws seeds with replacement, then one image resample within each drawn seed, and averages:
-its spread is the standard error of the mean over seeds with both sources of variance
-(seeds and images) [1]_.
+The trained model (one seed of one architecture) is the unit of replication. A compared
+quantity (a model's TopoLip, its accuracy drop, an AUROC) is one number per model and group,
+measured on that seed's images; the architectures of one seed see the same images, so two
+architectures are compared **paired by seed**: the per-seed differences
+:math:`d_s = f(a_s) - f(b_s)` (seeds present on both sides) are tested with Student's paired
+t [1]_,
 
-With 3 seeds the percentile interval of that bootstrap is far too narrow (a resample of 3
-values has 10 distinct means; :func:`null_decision_rate` measures it: about 20% decisive
-verdicts with no true difference). We therefore report the interval
+.. math:: t = \bar d / (s_d/\sqrt{n}), \qquad \nu = n - 1,
 
-.. math:: \hat d \pm t_{\nu,\,1-\alpha/2}\ \widehat{\mathrm{se}}\,\sqrt{n/(n-1)},
+with the interval :math:`\bar d \pm t_{\nu, 1-\gamma/2}\, s_d/\sqrt{n}`. For a ratio measure
+(TopoLip) :math:`f = \log`, and the effect is reported as the ratio
+:math:`\exp(\bar d)` (a geometric-mean ratio) with the exponentiated interval; for accuracies,
+drops and AUROCs :math:`f` is the identity. A seed's value already holds the variance of its
+own images, so no image resampling is stacked on it. Where it does not (an AUROC over the whole
+test set and OOD set, the same images for every seed), the image-resampling standard error of
+the mean difference is added in quadrature (:func:`paired_t`'s ``image_se``). At least
+:data:`MIN_SEEDS` pairs are needed for a decision.
 
-with :math:`\widehat{\mathrm{se}}` the hierarchical-bootstrap standard error, the factor
-``n/(n-1)`` undoing the bootstrap's downward bias for a mean of ``n`` seeds, and Student's
-:math:`t` with ``ν = n - 1`` (paired) or Welch's ν (unpaired) degrees of freedom [2]_. For a
-mean of normal seed values this is the exact Student interval; the image level only widens it.
-A verdict is decisive only when the Holm-adjusted p-value [3]_ over the comparisons of one claim
-is below ``alpha``, i.e. when the correspondingly widened interval excludes 0, and every side
-has at least :data:`MIN_SEEDS` seeds.
+Each claim has one primary comparison, tested at ``alpha`` alone; its other comparisons form a
+second family corrected by Holm's step-down procedure [2]_. The interval shown for a comparison
+is the one its decision uses: the t interval at coverage ``1 - alpha·p/p_Holm``, which excludes
+0 exactly when the Holm-adjusted p-value is below ``alpha`` (:func:`adjusted_coverage`).
+
+Association (does a lower TopoLip go with a smaller accuracy drop?) is tested *within
+architectures*: Kendall's τ-b over the seeds of one architecture, averaged over architectures
+and perturbation kinds, against the permutations of the response across the seeds of each
+architecture, one permutation shared by every kind, since the same models appear in every kind
+(:func:`within_permutation_kendall`). Exact over all permutations when they are few, else Monte
+Carlo with enough draws that the Monte-Carlo standard error cannot move a verdict across a
+threshold (reported with the p-value).
 
 References
 ----------
-.. [1] A. C. Davison, D. V. Hinkley, *Bootstrap Methods and their Application*, CUP 1997,
-   section 3.8 (hierarchical data).
-.. [2] B. Efron, R. Tibshirani, *An Introduction to the Bootstrap*, Chapman & Hall 1993,
-   chapter 12 (bootstrap standard errors with t quantiles).
-.. [3] S. Holm, "A simple sequentially rejective multiple test procedure", Scand. J. Statist.
+.. [1] Student, "The probable error of a mean", Biometrika 6 (1908); any text, e.g.
+   D. C. Montgomery, *Design and Analysis of Experiments*, 8th ed., Wiley 2013, section 2.5.
+.. [2] S. Holm, "A simple sequentially rejective multiple test procedure", Scand. J. Statist.
    6 (1979).
+.. [3] J. Cohen, *Statistical Power Analysis for the Behavioral Sciences*, 2nd ed., 1988
+   (power of the t test through the noncentral t distribution).
 .. [4] Y. Jiang, B. Neyshabur, H. Mobahi, D. Krishnan, S. Bengio, "Fantastic Generalization
    Measures and Where to Find Them", ICLR 2020, arXiv:1912.02178 (granulated Kendall τ).
+.. [5] P. Good, *Permutation, Parametric and Bootstrap Tests of Hypotheses*, 3rd ed., Springer
+   2005 (permutations restricted to exchangeable units; Monte-Carlo p-values).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from collections.abc import Sequence
@@ -48,236 +61,146 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import optimize as _opt
 from scipy import stats as _st
 
 __all__ = [
-    "MIN_SEEDS", "Comparison", "Interval", "compare", "decide", "granulated_tau", "holm",
-    "hierarchical_replicates", "interval", "kendall_tau", "kendall_with_interval",
-    "null_decision_rate", "partial_kendall", "permutation_kendall", "rank_correlations",
-    "require_columns", "stratified_permutation_kendall",
+    "MIN_SEEDS", "PairedTest", "PermutationResult", "adjusted_coverage", "decide",
+    "granulated_tau", "holm", "kendall_tau", "kendall_with_interval",
+    "minimum_detectable_effect", "paired_power", "paired_t", "partial_kendall",
+    "permutation_kendall", "rank_correlations", "require_columns", "t_interval",
+    "within_permutation_kendall",
 ]
 
-#: Fewest seeds per side for a decisive verdict.
+#: Fewest seed pairs for a decisive verdict.
 MIN_SEEDS = 3
 
 
-def _check_values(values, name: str) -> np.ndarray:
-    """Resample values as float64 of shape (n_seeds, B), finite, with n_seeds >= 1, B >= 1."""
-    a = np.asarray(values, dtype=float)
-    if a.ndim == 1:
-        a = a[:, None]
-    if a.ndim != 2 or a.shape[0] < 1 or a.shape[1] < 1:
-        raise ValueError(f"{name}: expected an array of shape (n_seeds, n_resamples) with at "
-                         f"least one of each, got shape {np.shape(values)}")
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name}: resample values must be finite (a NaN TopoLip has a reason "
-                         "in its table; drop or fix those rows first)")
-    return a
-
-
-def hierarchical_replicates(values, *, n_boot: int = 2000, seed: int = 0,
-                            slots: np.ndarray | None = None,
-                            images: np.ndarray | None = None) -> np.ndarray:
-    """Replicates of the mean over seeds: seeds drawn with replacement, then one image resample
-    within each drawn seed.
-
-    Parameters
-    ----------
-    values : array_like of shape (n_seeds, B)
-        ``values[s, b]``: the quantity on image resample ``b`` of seed ``s``.
-    n_boot : int, default=2000
-        Number of replicates.
-    seed : int, default=0
-        Seed of the draws (ignored when ``slots`` and ``images`` are given).
-    slots, images : ndarray of int of shape (n_boot, n_seeds), optional
-        The drawn seed indices and image-resample indices; pass the same arrays for both sides
-        of a paired comparison.
-
-    Returns
-    -------
-    ndarray of shape (n_boot,)
-
-    Examples
-    --------
-    >>> v = np.array([[1.0, 1.0], [3.0, 3.0]])  # seed means 1 and 3, no image variation
-    >>> r = hierarchical_replicates(v, n_boot=4000)
-    >>> sorted(set(r.tolist())), round(float(r.mean()), 1)
-    ([1.0, 2.0, 3.0], 2.0)
-    """
-    a = _check_values(values, "values")
-    n, b = a.shape
-    if slots is None or images is None:
-        rng = np.random.default_rng(seed)
-        slots = rng.integers(0, n, size=(n_boot, n))
-        images = rng.integers(0, b, size=(n_boot, n))
-    return a[slots, images].mean(axis=1)
-
-
 @dataclass(frozen=True)
-class Interval:
-    """A quantity's estimate with its interval: ``estimate`` (mean over seeds of the point
-    values), ``low``, ``high``, ``se`` (corrected bootstrap standard error), ``n_seeds``."""
+class PairedTest:
+    """A paired t test on per-seed differences.
 
-    estimate: float
-    low: float
-    high: float
-    se: float
-    n_seeds: int
-
-
-def _t_interval(est: float, se: float, df: float, alpha: float) -> tuple[float, float]:
-    if not (df >= 1 and math.isfinite(se)):
-        return math.nan, math.nan
-    half = float(_st.t.ppf(1 - alpha / 2, df)) * se
-    return est - half, est + half
-
-
-def interval(point, values, *, alpha: float = 0.05, n_boot: int = 2000,
-             seed: int = 0) -> Interval:
-    """Interval of the mean over seeds of one quantity (see the module notes).
-
-    Parameters
-    ----------
-    point : array_like of shape (n_seeds,)
-        The quantity on each seed's full image batch.
-    values : array_like of shape (n_seeds, B)
-        The quantity on ``B`` image resamples of each seed's batch.
-    alpha : float, default=0.05
-        ``1 - alpha`` is the coverage.
-    n_boot, seed
-        As :func:`hierarchical_replicates`.
-
-    Returns
-    -------
-    Interval
-        NaN bounds with a single seed (no seed-level variance can be estimated).
-
-    Raises
-    ------
-    ValueError
-        If the shapes disagree or a value is not finite.
-
-    Examples
-    --------
-    Three seeds, no image variation: the Student interval of the three values.
-
-    >>> iv = interval([1.0, 2.0, 3.0], [[1.0], [2.0], [3.0]], n_boot=20000)
-    >>> round(iv.estimate, 3), round(iv.se, 1), round(iv.high - iv.estimate, 1)
-    (2.0, 0.6, 2.5)
-    """
-    p = np.asarray(point, dtype=float).ravel()
-    a = _check_values(values, "values")
-    if len(p) != a.shape[0] or not np.isfinite(p).all():
-        raise ValueError(f"point: expected {a.shape[0]} finite values (one per seed), got {p}")
-    n = len(p)
-    est = float(p.mean())
-    if n < 2:
-        return Interval(est, math.nan, math.nan, math.nan, n)
-    se = float(hierarchical_replicates(a, n_boot=n_boot, seed=seed).std(ddof=1)
-               * math.sqrt(n / (n - 1)))
-    low, high = _t_interval(est, se, n - 1, alpha)
-    return Interval(est, low, high, se, n)
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """``mean(a) − mean(b)`` over seeds with its interval and two-sided p-value.
-
-    ``effect`` is the difference of the seed means of the point values; ``low``/``high`` its
-    ``1 − alpha`` interval; ``se`` the corrected bootstrap standard error; ``df`` the degrees of
-    freedom of the t quantile; ``pvalue`` the two-sided p-value of "no difference" (not yet
-    adjusted for multiplicity); ``paired`` whether seeds were matched; ``n_a``, ``n_b`` the seeds
-    per side."""
+    ``effect`` is the mean difference (of logs when ``scale == "log"``), ``low``/``high`` its
+    interval at ``coverage``, ``se`` the standard error (seed spread, plus the image level when
+    given), ``sd`` the standard deviation of the differences, ``df = n_pairs - 1``, ``pvalue``
+    two-sided; ``ratio``, ``ratio_low``, ``ratio_high`` are ``exp`` of the effect and interval
+    for the log scale (NaN for the raw one)."""
 
     effect: float
     low: float
     high: float
     se: float
+    sd: float
     df: float
     pvalue: float
-    paired: bool
-    n_a: int
-    n_b: int
+    n_pairs: int
+    scale: str
+    coverage: float
+    ratio: float = math.nan
+    ratio_low: float = math.nan
+    ratio_high: float = math.nan
 
 
-def compare(point_a, values_a, point_b, values_b, *, paired: bool = True, alpha: float = 0.05,
-            n_boot: int = 2000, seed: int = 0) -> Comparison:
-    """Compare two sides' means over seeds: hierarchical bootstrap standard error, t interval.
+def t_interval(effect: float, se: float, df: float, coverage: float) -> tuple[float, float]:
+    """``effect ± t_{df, (1+coverage)/2} · se``; NaN for ``df < 1`` or a non-finite ``se``.
+
+    Examples
+    --------
+    >>> [round(v, 3) for v in t_interval(1.0, 0.5, 2, 0.95)]
+    [-1.151, 3.151]
+    """
+    if not (df >= 1 and math.isfinite(se) and 0 < coverage < 1):
+        return math.nan, math.nan
+    half = float(_st.t.ppf(0.5 + coverage / 2, df)) * se
+    return effect - half, effect + half
+
+
+def paired_t(a, b, *, log: bool = False, coverage: float = 0.95,
+             image_se: float = 0.0) -> PairedTest:
+    """Paired t test of ``a - b`` over seeds (of ``log a - log b`` with ``log=True``).
 
     Parameters
     ----------
-    point_a, point_b : array_like of shape (n_a,), (n_b,)
-        Each seed's value on its full image batch.
-    values_a, values_b : array_like of shape (n_a, B), (n_b, B')
-        Each seed's values on image resamples. When ``paired``, row ``s`` of both sides is the
-        same seed with the same images and resample ``b`` the same image indices, so ``n_a ==
-        n_b`` and ``B == B'``: each replicate draws seed slots and image resamples once, for
-        both sides (paired resampling).
-    paired : bool, default=True
-        Paired by seed (``df = n − 1``) or independent sides (Welch–Satterthwaite ``df``).
-    alpha : float, default=0.05
-        ``1 − alpha`` coverage of the interval.
-    n_boot, seed
-        Bootstrap replicates and their seed.
+    a, b : array_like of shape (n,)
+        The two sides' values, row ``s`` of both the same seed (attention, convolution).
+    log : bool, default=False
+        Compare logs (ratio measures such as TopoLip): the effect is a log ratio and
+        ``ratio = exp(effect)``.
+    coverage : float, default=0.95
+        Coverage of the interval (``1 - alpha``, or the Holm-consistent
+        :func:`adjusted_coverage`).
+    image_se : float, default=0.0
+        Standard error of the mean difference that the seed spread does not hold (the image
+        sample shared by every seed, e.g. an AUROC over one fixed test set), added in
+        quadrature: ``se = sqrt(s_d²/n + image_se²)``; the degrees of freedom stay ``n - 1``
+        (conservative).
 
     Returns
     -------
-    Comparison
-        NaN interval and p-value when a side has one seed.
+    PairedTest
+        NaN interval and p-value with fewer than 2 pairs. With no spread at all (``se == 0``)
+        the p-value is 0 for a non-zero mean and 1 for a zero one.
 
     Raises
     ------
     ValueError
-        On non-finite values, or paired sides of different shapes.
+        If the sides differ in length, a value is not finite, or ``log`` and a value is not
+        positive.
+
+    Notes
+    -----
+    The interval is Student's, :math:`\\bar d \\pm t_{n-1}\\, s_d/\\sqrt{n}`; see the module
+    notes.
 
     Examples
     --------
-    Paired seeds whose differences are 1, 1.1 and 0.9 (no image variation): the paired t
-    interval, far from 0.
+    Differences 1, 2, 3: mean 2, sd 1, t = 2·sqrt(3), df 2 (scipy's ``ttest_rel`` agrees).
 
-    >>> c = compare([2.0, 2.1, 1.9], [[2.0], [2.1], [1.9]], [1.0, 1.0, 1.0], [[1.0]] * 3)
-    >>> round(c.effect, 3), c.df, c.pvalue < 0.01, c.low > 0
-    (1.0, 2, True, True)
+    >>> r = paired_t([3.0, 4.0, 6.0], [2.0, 2.0, 3.0])
+    >>> r.effect, r.df, round(r.pvalue, 4), [round(v, 3) for v in (r.low, r.high)]
+    (2.0, 2, 0.0742, [-0.484, 4.484])
+    >>> r = paired_t([1.0, 2.0, 4.0], [2.0, 4.0, 8.0], log=True)   # every ratio is 1/2
+    >>> round(r.ratio, 6), r.pvalue < 1e-10
+    (0.5, True)
     """
-    pa, pb = (np.asarray(p, dtype=float).ravel() for p in (point_a, point_b))
-    a, b = _check_values(values_a, "values_a"), _check_values(values_b, "values_b")
-    for name, p, v in (("point_a", pa, a), ("point_b", pb, b)):
-        if len(p) != v.shape[0] or not np.isfinite(p).all():
-            raise ValueError(f"{name}: expected {v.shape[0]} finite values (one per seed), got {p}")
-    effect = float(pa.mean() - pb.mean())
-    na, nb = len(pa), len(pb)
-    rng = np.random.default_rng(seed)
-    if paired:
-        if a.shape != b.shape:
-            raise ValueError(f"paired sides must have the same seeds and resamples, got shapes "
-                             f"{a.shape} and {b.shape}; pass paired=False for independent sides")
-        if na < 2:
-            return Comparison(effect, math.nan, math.nan, math.nan, math.nan, math.nan, True,
-                              na, nb)
-        slots = rng.integers(0, na, size=(n_boot, na))
-        images = rng.integers(0, a.shape[1], size=(n_boot, na))
-        rep = (hierarchical_replicates(a, slots=slots, images=images)
-               - hierarchical_replicates(b, slots=slots, images=images))
-        se = float(rep.std(ddof=1) * math.sqrt(na / (na - 1)))
-        df: float = na - 1
-    else:
-        if min(na, nb) < 2:
-            return Comparison(effect, math.nan, math.nan, math.nan, math.nan, math.nan, False,
-                              na, nb)
-        sa = hierarchical_replicates(a, n_boot=n_boot, seed=int(rng.integers(2**31))).std(
-            ddof=1) * math.sqrt(na / (na - 1))
-        sb = hierarchical_replicates(b, n_boot=n_boot, seed=int(rng.integers(2**31))).std(
-            ddof=1) * math.sqrt(nb / (nb - 1))
-        se = float(math.hypot(sa, sb))
-        va, vb = sa**2, sb**2
-        df = ((va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
-              if va + vb > 0 else float(min(na, nb) - 1))
-    low, high = _t_interval(effect, se, df, alpha)
+    x, y = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+    if x.shape != y.shape:
+        raise ValueError(f"a and b must hold one value per seed pair, got {x.size} and {y.size}")
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise ValueError("a and b must be finite (drop the seeds whose value is undefined)")
+    if log:
+        if (x <= 0).any() or (y <= 0).any():
+            raise ValueError("log=True needs positive values (a ratio measure), got "
+                             f"min(a)={x.min() if x.size else math.nan}, "
+                             f"min(b)={y.min() if y.size else math.nan}")
+        x, y = np.log(x), np.log(y)
+    if not (image_se >= 0 and math.isfinite(image_se)):
+        raise ValueError(f"image_se must be a finite non-negative number, got {image_se!r}")
+    d = x - y
+    n = len(d)
+    scale = "log" if log else "raw"
+    effect = float(d.mean()) if n else math.nan
+    if n < 2:
+        return _with_ratio(PairedTest(effect, math.nan, math.nan, math.nan, math.nan,
+                                      math.nan, math.nan, n, scale, coverage))
+    sd = float(d.std(ddof=1))
+    se = math.sqrt(sd**2 / n + image_se**2)
+    df = n - 1
     if se > 0:
         pvalue = float(2 * _st.t.sf(abs(effect) / se, df))
     else:
-        pvalue = 1.0 if effect == 0 else 0.0
-    return Comparison(effect, low, high, se, df, pvalue, paired, na, nb)
+        pvalue = 0.0 if effect != 0 else 1.0
+    low, high = t_interval(effect, se, df, coverage)
+    return _with_ratio(PairedTest(effect, low, high, se, sd, df, pvalue, n, scale, coverage))
+
+
+def _with_ratio(r: PairedTest) -> PairedTest:
+    if r.scale != "log":
+        return r
+    from dataclasses import replace
+    return replace(r, ratio=math.exp(r.effect) if math.isfinite(r.effect) else math.nan,
+                   ratio_low=math.exp(r.low) if math.isfinite(r.low) else math.nan,
+                   ratio_high=math.exp(r.high) if math.isfinite(r.high) else math.nan)
 
 
 def holm(pvalues: Sequence[float]) -> np.ndarray:
@@ -300,24 +223,55 @@ def holm(pvalues: Sequence[float]) -> np.ndarray:
     return out
 
 
-def decide(effect: float, p_adjusted: float, n_a: int, n_b: int, *, alpha: float = 0.05,
-           claimed_sign: int = -1, min_seeds: int = MIN_SEEDS) -> str:
+def adjusted_coverage(pvalue: float, p_adjusted: float, *, alpha: float = 0.05) -> float:
+    """Coverage of the interval consistent with a multiplicity-adjusted decision.
+
+    The t interval at coverage ``1 - alpha · p / p_adjusted`` excludes 0 exactly when
+    ``p_adjusted < alpha`` (it excludes 0 iff ``p < alpha · p / p_adjusted``): the interval a
+    page shows is then the one its verdict uses. For an unadjusted test (``p_adjusted == p``)
+    it is ``1 - alpha``.
+
+    Parameters
+    ----------
+    pvalue, p_adjusted : float
+        The raw and the (Holm-) adjusted p-value of one comparison.
+    alpha : float, default=0.05
+        The family-wise level.
+
+    Returns
+    -------
+    float
+        In ``[1 - alpha, 1)``; ``1 - alpha`` when a p-value is NaN or 0.
+
+    Examples
+    --------
+    >>> adjusted_coverage(0.01, 0.01), round(adjusted_coverage(0.01, 0.04), 4)
+    (0.95, 0.9875)
+    """
+    if not (math.isfinite(pvalue) and math.isfinite(p_adjusted)) or pvalue <= 0 \
+            or p_adjusted <= 0:
+        return 1 - alpha
+    return 1 - alpha * min(pvalue / p_adjusted, 1.0)
+
+
+def decide(effect: float, p_adjusted: float, n_a: int, n_b: int | None = None, *,
+           alpha: float = 0.05, claimed_sign: int = -1, min_seeds: int = MIN_SEEDS) -> str:
     """The verdict on one comparison.
 
     Parameters
     ----------
     effect : float
-        ``a − b`` (attention minus convolution).
+        ``a − b`` (attention minus convolution; a log ratio for log-scale measures).
     p_adjusted : float
-        Holm-adjusted p-value of the comparison within its claim.
+        The p-value the decision uses (the primary's own, a secondary's Holm-adjusted one).
     n_a, n_b : int
-        Seeds per side.
+        Seed pairs (``n_b`` defaults to ``n_a``; the smaller counts).
     alpha : float, default=0.05
-        Family-wise error level.
+        Level.
     claimed_sign : {-1, 1}, default=-1
         The sign of ``effect`` the claim predicts (-1: attention lower).
     min_seeds : int, default=3
-        Fewer seeds on a side give ``"not enough seeds"``, never a decision.
+        Fewer pairs give ``"not enough seeds"``, never a decision.
 
     Returns
     -------
@@ -326,57 +280,84 @@ def decide(effect: float, p_adjusted: float, n_a: int, n_b: int, *, alpha: float
 
     Examples
     --------
-    >>> decide(-0.3, 0.01, 3, 3), decide(-0.3, 0.01, 2, 3), decide(0.3, 0.2, 3, 3)
-    ('supported', 'not enough seeds', 'inconclusive')
+    >>> decide(-0.3, 0.01, 3), decide(-0.3, 0.01, 2), decide(0.3, 0.2, 3), decide(0.3, 0.01, 5)
+    ('supported', 'not enough seeds', 'inconclusive', 'contradicted')
     """
-    if min(n_a, n_b) < min_seeds:
+    if min(n_a, n_a if n_b is None else n_b) < min_seeds:
         return "not enough seeds"
-    if not (math.isfinite(p_adjusted) and p_adjusted < alpha) or effect == 0:
+    if not (math.isfinite(p_adjusted) and p_adjusted < alpha) or effect == 0 \
+            or not math.isfinite(effect):
         return "inconclusive"
     return "supported" if np.sign(effect) == claimed_sign else "contradicted"
 
 
-def null_decision_rate(n_seeds: int = 3, *, n_sim: int = 1000, n_resamples: int = 20,
-                       seed_sd: float = 1.0, image_sd: float = 0.5, effect: float = 0.0,
-                       alpha: float = 0.05, n_boot: int = 1000, percentile: bool = False,
-                       seed: int = 0) -> float:
-    """Rate of decisive verdicts of :func:`compare` on simulated paired data.
+def paired_power(effect: float, sd: float, n: int, *, alpha: float = 0.05) -> float:
+    """Power of the two-sided paired t test at level ``alpha`` with ``n`` pairs, for a true
+    mean difference ``effect`` and a standard deviation ``sd`` of the differences.
 
-    Each simulated seed has a normal seed effect (sd ``seed_sd``, independent between the two
-    sides) and normal image resamples around it (sd ``image_sd``); side ``a`` is shifted by
-    ``effect``. With ``effect = 0`` the rate is the type-I error of one comparison;
-    ``percentile=True`` uses the plain percentile interval of the bootstrap instead (what
-    this module does not do, for comparison).
+    Uses the noncentral t distribution with ``df = n - 1`` and noncentrality
+    ``effect·sqrt(n)/sd`` [3]_.
 
     Returns
     -------
     float
-        Fraction of the ``n_sim`` simulations where the interval excludes 0.
+        NaN for ``n < 2`` or a non-positive ``sd``.
 
     Examples
     --------
-    >>> null_decision_rate(3, n_sim=200, n_boot=500) <= 0.05
-    True
+    >>> round(paired_power(1.0, 1.0, 10), 3), round(paired_power(0.0, 1.0, 10), 3)
+    (0.803, 0.05)
     """
-    rng = np.random.default_rng(seed)
-    decisive = 0
-    for i in range(n_sim):
-        sa = rng.normal(effect, seed_sd, n_seeds)
-        sb = rng.normal(0.0, seed_sd, n_seeds)
-        va = sa[:, None] + rng.normal(0, image_sd, (n_seeds, n_resamples))
-        vb = sb[:, None] + rng.normal(0, image_sd, (n_seeds, n_resamples))
-        if percentile:
-            r = np.random.default_rng(i)
-            slots = r.integers(0, n_seeds, (n_boot, n_seeds))
-            images = r.integers(0, n_resamples, (n_boot, n_seeds))
-            rep = (hierarchical_replicates(va, slots=slots, images=images)
-                   - hierarchical_replicates(vb, slots=slots, images=images))
-            lo, hi = np.quantile(rep, [alpha / 2, 1 - alpha / 2])
-            decisive += bool(lo > 0 or hi < 0)
-        else:
-            c = compare(sa, va, sb, vb, alpha=alpha, n_boot=n_boot, seed=i)
-            decisive += bool(c.pvalue < alpha)
-    return decisive / n_sim
+    if n < 2 or not (sd > 0):
+        return math.nan
+    df = n - 1
+    crit = _st.t.ppf(1 - alpha / 2, df)
+    nc = effect * math.sqrt(n) / sd
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = float(_st.nct.sf(crit, df, nc) + _st.nct.cdf(-crit, df, nc))
+    if not math.isfinite(p):  # far beyond the noncentral t's numerical range
+        p = float(_st.norm.cdf(abs(nc) - crit))
+    return min(p, 1.0)
+
+
+def minimum_detectable_effect(sd: float, n: int, *, alpha: float = 0.05,
+                              power: float = 0.8) -> float:
+    """The smallest true mean difference the two-sided paired t test detects with ``power``.
+
+    Solves :func:`paired_power` ``(delta, sd, n) = power`` for ``delta > 0`` (Brent's method).
+
+    Parameters
+    ----------
+    sd : float
+        Standard deviation of the per-seed differences (log units for a ratio measure).
+    n : int
+        Seed pairs.
+    alpha : float, default=0.05
+        Level of the test (the primary comparisons': no multiplicity correction).
+    power : float, default=0.8
+        The power wanted.
+
+    Returns
+    -------
+    float
+        In the units of ``sd``; NaN for ``n < 2`` or a non-positive ``sd``. For a log-scale
+        measure the detectable ratio is ``exp(-mde)`` (attention lower) or ``exp(mde)``.
+
+    Examples
+    --------
+    Ten pairs with sd 1: about one standard deviation (power 0.803 at exactly 1).
+
+    >>> round(minimum_detectable_effect(1.0, 10), 3)
+    0.996
+    """
+    if n < 2 or not (sd > 0) or not (0 < power < 1):
+        return math.nan
+    hi = sd
+    while paired_power(hi, sd, n, alpha=alpha) < power:
+        hi *= 2
+    return float(_opt.brentq(lambda e: paired_power(e, sd, n, alpha=alpha) - power, 0.0, hi,
+                             xtol=1e-10 * sd))
 
 
 # --------------------------------------------------------------------------- rank agreement
@@ -417,34 +398,187 @@ def kendall_tau(x, y) -> float:
     return float(_st.kendalltau(x[ok], y[ok]).statistic)
 
 
-def _tau_matrix(x: np.ndarray, ys: np.ndarray) -> np.ndarray:
-    """τ-b of ``x`` (n,) with each row of ``ys`` (r, n), vectorised."""
-    sx = np.sign(x[:, None] - x[None, :])
-    sy = np.sign(ys[:, :, None] - ys[:, None, :])
-    iu = np.triu_indices(len(x), 1)
-    sx, sy = sx[iu], sy[:, iu[0], iu[1]]
-    num = (sy * sx).sum(axis=1)
-    den = np.sqrt(np.count_nonzero(sx) * np.count_nonzero(sy, axis=1).astype(float))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return num / den
+@dataclass(frozen=True)
+class PermutationResult:
+    """A within-cluster permutation test of Kendall's τ (:func:`within_permutation_kendall`).
+
+    ``tau``: the pooled statistic (mean over strata and clusters of the within-cluster τ-b);
+    ``pvalue`` its two-sided p-value; ``tau_strata``, ``pvalue_strata``: the same per stratum
+    (mean over clusters), from the same permutations; ``n_permutations``: permutations used
+    (all of them when ``exact``); ``mc_se``, ``mc_se_strata``: Monte-Carlo standard errors of
+    the p-values (0 when exact); ``n_cells``: (stratum, cluster) cells where τ is defined."""
+
+    tau: float
+    pvalue: float
+    tau_strata: np.ndarray
+    pvalue_strata: np.ndarray
+    n_permutations: int
+    exact: bool
+    mc_se: float
+    mc_se_strata: np.ndarray
+    n_cells: int
 
 
-def _tau_b_batch(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    """τ-b of ``x`` with ``y`` along ``axis``, vectorised over the other axes (NaN where one
-    is constant): ``Σ sign(Δx) sign(Δy) / sqrt(#(Δx≠0) #(Δy≠0))`` over pairs, as
-    ``scipy.stats.kendalltau``."""
-    x, y = np.moveaxis(np.asarray(x, float), axis, -1), np.moveaxis(np.asarray(y, float), axis, -1)
-    iu, ju = np.triu_indices(x.shape[-1], 1)
-    sx = np.sign(x[..., iu] - x[..., ju])
-    sy = np.sign(y[..., iu] - y[..., ju])
-    den = np.sqrt(np.count_nonzero(sx, axis=-1) * np.count_nonzero(sy, axis=-1).astype(float))
+def _cluster_taus(xc: np.ndarray, yp: np.ndarray) -> np.ndarray:
+    """τ-b per permutation and stratum of one cluster: ``xc`` (K, m), ``yp`` (N, K, m) (the
+    permuted responses); NaN where fewer than 3 complete points or a constant side."""
+    m = xc.shape[-1]
+    iu, ju = np.triu_indices(m, 1)
+    comp = np.isfinite(xc)[None] & np.isfinite(yp)
+    with np.errstate(invalid="ignore"):
+        dx = np.nan_to_num(np.sign(xc[:, iu] - xc[:, ju]))[None]
+        dy = np.nan_to_num(np.sign(yp[..., iu] - yp[..., ju]))
+    valid = comp[..., iu] & comp[..., ju]
+    num = (dx * dy * valid).sum(-1)
+    den = np.sqrt((np.abs(dx) * valid).sum(-1) * (np.abs(dy) * valid).sum(-1))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (sx * sy).sum(axis=-1) / den
+        tau = num / den
+    return np.where((comp.sum(-1) >= 3) & (den > 0), tau, np.nan)
+
+
+def _pooled(x: np.ndarray, y: np.ndarray, members: list[np.ndarray],
+            perms: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Pooled (N,) and per-stratum (N, K) statistics for permutations ``perms[c]`` (N, m_c)."""
+    taus = []
+    for idx, p in zip(members, perms, strict=True):
+        yc = y[:, idx]                                   # (K, m)
+        yp = np.moveaxis(yc[:, p], 0, 1)                 # (N, K, m)
+        taus.append(_cluster_taus(x[:, idx], yp))        # (N, K)
+    t = np.stack(taus, axis=-1)                          # (N, K, C)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: NaN
+        return np.nanmean(t, axis=(1, 2)), np.nanmean(t, axis=2)
+
+
+def _exceed(null: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.abs(null) >= np.abs(observed) - 1e-12
+
+
+def within_permutation_kendall(x, y, clusters, *, n_resamples: int = 9999,
+                               max_resamples: int = 159_999, max_exact: int = 50_000,
+                               thresholds: Sequence[float] = (0.05,),
+                               seed: int = 0) -> PermutationResult:
+    """Within-cluster Kendall τ of ``x`` with ``y``, pooled over clusters and strata, tested by
+    permuting ``y`` across the units of each cluster with **one permutation shared by every
+    stratum**.
+
+    The units are models, the clusters architectures (a model's seeds are exchangeable only
+    within its architecture) and the strata perturbation kinds (the same models in every kind,
+    so a kind's permutation must be the others'). The statistic is the mean, over the
+    (stratum, cluster) cells where it is defined, of Kendall's τ-b over the cluster's units;
+    each stratum's own statistic is its mean over clusters, tested with the same permutations.
+
+    Parameters
+    ----------
+    x, y : array_like of shape (n_strata, n_units) or (n_units,)
+        Measure and response; column ``u`` of both is the same unit in every stratum. NaN
+        marks a missing value (left out of its cell's τ).
+    clusters : array_like of shape (n_units,)
+        The cluster label of each unit.
+    n_resamples : int, default=9999
+        Monte-Carlo permutations at first (when there are more than ``max_exact``).
+    max_resamples : int, default=159999
+        The Monte-Carlo count is doubled (plus one) while a p-value lies within 3 Monte-Carlo
+        standard errors of one of ``thresholds``, up to this many.
+    max_exact : int, default=50000
+        Enumerate every permutation (the product over clusters of ``m_c!``) when there are at
+        most this many: the p-value is then exact.
+    thresholds : sequence of float, default=(0.05,)
+        The levels a p-value is compared with (``alpha`` and Holm's ``alpha/j``).
+    seed : int, default=0
+        Seed of the Monte-Carlo permutations.
+
+    Returns
+    -------
+    PermutationResult
+        Exact p-values are ``#{|τ*| >= |τ|} / #permutations`` (the identity included),
+        Monte-Carlo ones ``(1 + #{|τ*| >= |τ|}) / (1 + N)`` with standard error
+        ``sqrt(p(1-p)/N)``. NaN when no cell has τ defined.
+
+    Raises
+    ------
+    ValueError
+        If the shapes disagree.
+
+    Examples
+    --------
+    One cluster of 4 units in one stratum, perfectly concordant: of the 24 permutations the
+    identity and the reversal reach |τ| = 1, so the exact p-value is 2/24 = 1/12 (the smallest
+    a two-sided test over 4 units can give).
+
+    >>> r = within_permutation_kendall([1, 2, 3, 4], [1, 2, 3, 4], [0, 0, 0, 0])
+    >>> r.tau, round(r.pvalue, 4), r.exact, r.n_permutations
+    (1.0, 0.0833, True, 24)
+    """
+    x, y = np.atleast_2d(np.asarray(x, dtype=float)), np.atleast_2d(np.asarray(y, dtype=float))
+    clusters = np.asarray(clusters)
+    if x.shape != y.shape or x.shape[1] != len(clusters):
+        raise ValueError(f"x and y must have shape (n_strata, n_units) with n_units = "
+                         f"{len(clusters)} clusters labels, got {x.shape} and {y.shape}")
+    members = [np.flatnonzero(clusters == c) for c in pd.unique(clusters)]
+    members = [m for m in members if len(m) >= 2]
+    k = x.shape[0]
+    nan_k = np.full(k, np.nan)
+    if not members:
+        return PermutationResult(math.nan, math.nan, nan_k, nan_k, 0, False, math.nan, nan_k, 0)
+    identity = [np.arange(len(m))[None] for m in members]
+    obs, obs_k = _pooled(x, y, members, identity)
+    obs, obs_k = obs[0], obs_k[0]
+    cells = int(np.isfinite(_cells(x, y, members)).sum())
+    if not math.isfinite(obs):
+        return PermutationResult(math.nan, math.nan, obs_k, nan_k, 0, False, math.nan, nan_k,
+                                 0)
+    total = math.prod(math.factorial(len(m)) for m in members)
+    if total <= max_exact:
+        lists = [np.array(list(itertools.permutations(range(len(m))))) for m in members]
+        hits = hits_k = 0
+        n = 0
+        grid = itertools.product(*[range(len(p)) for p in lists])
+        while True:
+            chunk = list(itertools.islice(grid, 20_000))
+            if not chunk:
+                break
+            idx = np.array(chunk)
+            null, null_k = _pooled(x, y, members, [p[idx[:, c]] for c, p in enumerate(lists)])
+            hits += int(_exceed(null, obs).sum())
+            hits_k = hits_k + _exceed(null_k, obs_k).sum(axis=0)
+            n += len(idx)
+        p_k = np.where(np.isfinite(obs_k), np.asarray(hits_k) / n, np.nan)
+        return PermutationResult(float(obs), hits / n, obs_k, p_k, n, True, 0.0,
+                                 np.zeros(k), cells)
+    rng = np.random.default_rng(seed)
+    hits, hits_k, n = 0, np.zeros(k), 0
+    target = n_resamples
+    while True:
+        while n < target:
+            size = min(20_000, target - n)
+            perms = [np.argsort(rng.random((size, len(m))), axis=1) for m in members]
+            null, null_k = _pooled(x, y, members, perms)
+            hits += int(_exceed(null, obs).sum())
+            hits_k = hits_k + _exceed(null_k, obs_k).sum(axis=0)
+            n += size
+        p = (1 + hits) / (1 + n)
+        p_k = np.where(np.isfinite(obs_k), (1 + hits_k) / (1 + n), np.nan)
+        se = math.sqrt(p * (1 - p) / n)
+        se_k = np.sqrt(p_k * (1 - p_k) / n)
+        near = any(abs(q - t) < 3 * s for t in thresholds
+                   for q, s in [(p, se), *zip(p_k, se_k, strict=True)] if math.isfinite(q))
+        if not near or n >= max_resamples:
+            break
+        target = min(2 * n + 1, max_resamples)
+    return PermutationResult(float(obs), float(p), obs_k, p_k, n, False, se, se_k, cells)
+
+
+def _cells(x: np.ndarray, y: np.ndarray, members: list[np.ndarray]) -> np.ndarray:
+    """The observed τ of every (stratum, cluster) cell, shape (K, C)."""
+    return np.stack([_cluster_taus(x[:, m], y[:, m][None])[0] for m in members], axis=-1)
 
 
 def permutation_kendall(x, y, *, n_resamples: int = 9999, seed: int = 0) -> tuple[float, float]:
     """Kendall's τ-b and its two-sided permutation p-value (``scipy.stats.permutation_test``,
-    pairings permuted: the null is that ``x`` and ``y`` are unrelated).
+    pairings permuted: the null is that ``x`` and ``y`` are unrelated and the rows exchangeable;
+    exact when there are at most ``n_resamples`` pairings).
 
     Returns
     -------
@@ -469,56 +603,17 @@ def permutation_kendall(x, y, *, n_resamples: int = 9999, seed: int = 0) -> tupl
     return tau, float(res.pvalue)
 
 
-def stratified_permutation_kendall(x, y, strata, *, n_resamples: int = 4999,
-                                   seed: int = 0) -> tuple[float, float]:
-    """Mean within-stratum Kendall τ and its permutation p-value, permuting only within strata.
-
-    Used to pool perturbation kinds without treating them as independent observations of one
-    population: each kind keeps its own models and scale; only the pairing inside a kind is
-    shuffled.
-
-    Parameters
-    ----------
-    x, y : array_like of shape (n,)
-        Measure and response.
-    strata : array_like of shape (n,)
-        Stratum label of each row (e.g. the perturbation kind).
-    n_resamples : int, default=4999
-        Random permutations.
-    seed : int, default=0
-        Seed of the permutations.
-
-    Returns
-    -------
-    (float, float)
-        Mean τ over strata with at least 3 finite pairs, and the two-sided p-value
-        ``(1 + #{|τ*| >= |τ|}) / (1 + n_resamples)``.
-
-    Examples
-    --------
-    >>> x = np.r_[np.arange(6.0), np.arange(6.0)]
-    >>> tau, p = stratified_permutation_kendall(x, x, np.repeat(["a", "b"], 6), n_resamples=999)
-    >>> tau, p < 0.01
-    (1.0, True)
-    """
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    strata = np.asarray(strata)
-    rng = np.random.default_rng(seed)
-    observed, null = [], []
-    for s in pd.unique(strata):
-        m = (strata == s) & np.isfinite(x) & np.isfinite(y)
-        xs, ys = x[m], y[m]
-        if len(xs) < 3 or np.ptp(xs) == 0 or np.ptp(ys) == 0:
-            continue
-        observed.append(_tau_matrix(xs, ys[None, :])[0])
-        perms = np.argsort(rng.random((n_resamples, len(ys))), axis=1)
-        null.append(_tau_matrix(xs, ys[perms]))
-    if not observed:
-        return math.nan, math.nan
-    tau = float(np.mean(observed))
-    null_mean = np.mean(null, axis=0)
-    p = (1 + np.count_nonzero(np.abs(null_mean) >= abs(tau) - 1e-12)) / (1 + n_resamples)
-    return tau, float(p)
+def _tau_b_batch(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    """τ-b of ``x`` with ``y`` along ``axis``, vectorised over the other axes (NaN where one
+    is constant): ``Σ sign(Δx) sign(Δy) / sqrt(#(Δx≠0) #(Δy≠0))`` over pairs, as
+    ``scipy.stats.kendalltau``."""
+    x, y = np.moveaxis(np.asarray(x, float), axis, -1), np.moveaxis(np.asarray(y, float), axis, -1)
+    iu, ju = np.triu_indices(x.shape[-1], 1)
+    sx = np.sign(x[..., iu] - x[..., ju])
+    sy = np.sign(y[..., iu] - y[..., ju])
+    den = np.sqrt(np.count_nonzero(sx, axis=-1) * np.count_nonzero(sy, axis=-1).astype(float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (sx * sy).sum(axis=-1) / den
 
 
 def _rank_residuals(v: np.ndarray, z: np.ndarray) -> np.ndarray:
@@ -646,8 +741,7 @@ def rank_correlations(table: pd.DataFrame, x: Sequence[str], y: str, *,
     """Spearman rank correlation of each column of ``x`` with ``y``: pooled, and per group.
 
     Descriptive only (rows are not independent across groups): verdicts use
-    :func:`permutation_kendall` within a group and :func:`stratified_permutation_kendall`
-    across groups.
+    :func:`within_permutation_kendall` (within architectures, one permutation for every kind).
 
     Parameters
     ----------
