@@ -79,7 +79,7 @@ def test_chain_and_book(tmp_path):
     assert set(masking["check"]) >= {"all", "pgd_le_fgsm", "large_eps_to_zero"}
     assert len(masking[masking["check"] == "all"]) == 4
     smooth = pd.read_csv(tables / "smoothness.csv")
-    assert set(smooth["group"]) == set(summary["perturbation"]) | {"stratified"}
+    assert set(smooth["group"]) == set(summary["perturbation"]) | {"pooled"}
     # 06_ood: unpaired, so no envelope, but every displacement is defined
     ood = pd.read_csv(tables / "ood_topolip.csv")
     assert set(ood["arch"]) == ARCHS and ood["ood_set"].nunique() == 3
@@ -105,7 +105,7 @@ def test_chain_and_book(tmp_path):
         assert (figures / f"{name}.png").exists(), name
 
     html = build_book(root)
-    for page, words in (("04_robustness", ("Kendall", "accuracy drop", "stratified")),
+    for page, words in (("04_robustness", ("Kendall", "accuracy drop", "within architecture")),
                         ("06_ood", ("AUROC", "in distribution")),
                         ("07_sweeps", ("scale-free TopoLip", "num layers")),
                         ("09_measures", ("RTD", "CKA", "granulated")),

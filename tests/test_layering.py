@@ -31,6 +31,7 @@ TORCH_FREE = [
     "topolip.stats",
     "topolip.measure_study",
     "topolip.masking",
+    "topolip.calibration",
     "topolip.claims",
     "topolip.bound_tables",
     "topolip.report",

@@ -653,10 +653,15 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
     exchangeable (four clusters that differ in every measure), and the same models appear in
     every perturbation kind. So the statistic is the within-architecture τ-b of ``measure``
     with a response, averaged over architectures (and over kinds for the pooled row), tested by
-    permuting the response across the seeds of each architecture with one permutation for
-    every kind (:func:`topolip.stats.within_permutation_kendall`; exact when the permutations
-    are few, else Monte Carlo with its standard error ``mc_se``). A model whose input
-    displacement lies within the noise floor (``flag_column``) is left out of that kind.
+    permuting the response across the seeds with **one relabelling of the seeds shared by
+    every architecture and every kind** (:func:`topolip.stats.within_permutation_kendall` with
+    the seeds as units and each (kind, architecture) cell a stratum; exact when the
+    permutations are few, else Monte Carlo with its standard error ``mc_se``). The seed is the
+    unit: the architectures of one seed share their test images, so their values are not
+    independent across architectures, and only a relabelling that moves whole seeds keeps that
+    dependence under the null (permuting each architecture on its own would not). A model
+    whose input displacement lies within the noise floor (``flag_column``) is left out of that
+    kind.
 
     Roles: the pooled within-architecture row of the first response is the **primary** (tested
     alone at ``alpha``); the per-kind rows of the first response and the pooled rows of the
@@ -712,8 +717,8 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
     >>> t = smoothness_table(s, responses=("accuracy_drop",))
     >>> t[["group", "level", "role", "tau"]].values.tolist()[0]
     ['pooled', 'within architecture', 'primary', 1.0]
-    >>> round(float(t["pvalue"].iloc[0]), 4), int(t["n_permutations"].iloc[0])   # 2 of 36
-    (0.0556, 36)
+    >>> round(float(t["pvalue"].iloc[0]), 4), int(t["n_permutations"].iloc[0])   # 2 of 3!
+    (0.3333, 6)
     """
     _require(summary, ["arch", "seed", "perturbation", measure, *responses], "summary")
     s = summary.copy()
@@ -734,6 +739,16 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
 
     x = grid(measure)
     archs = list(pd.unique(clusters))
+    seeds = sorted({sd for _, sd in units})
+
+    def by_seed(v):
+        """(kinds, arch-seed units) -> (kinds x archs, seeds): a stratum per (kind, arch)."""
+        out = np.full((len(kinds) * len(archs), len(seeds)), np.nan)
+        for j, (a, sd) in enumerate(units):
+            out[np.arange(len(kinds)) * len(archs) + archs.index(a), seeds.index(sd)] = v[:, j]
+        return out
+
+    one_cluster = np.zeros(len(seeds))
     seeds_per_arch = s.dropna(subset=[measure]).groupby("arch")["seed"].nunique()
     min_seeds = int(seeds_per_arch.min()) if len(seeds_per_arch) else 0
     rows = []
@@ -742,9 +757,9 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
     for i, response in enumerate(responses):
         y = grid(response)
         obs = np.isfinite(x) & np.isfinite(y)
-        w = stats.within_permutation_kendall(x, y, clusters, n_resamples=n_resamples,
-                                             max_resamples=max(max_resamples, n_resamples),
-                                             thresholds=thresholds, seed=seed + i)
+        perm = dict(n_resamples=n_resamples, max_resamples=max(max_resamples, n_resamples),
+                    thresholds=thresholds, seed=seed + i)
+        w = stats.within_permutation_kendall(by_seed(x), by_seed(y), one_cluster, **perm)
         common = dict(response=response, partial=False, n_arch=len(archs),
                       min_seeds=min_seeds, n_excluded=n_excluded,
                       n_permutations=w.n_permutations, exact=w.exact)
@@ -756,10 +771,11 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
                          **common))
         if i == 0:
             for k, kind in enumerate(kinds):
+                wk = stats.within_permutation_kendall(by_seed(x[k:k + 1]), by_seed(y[k:k + 1]),
+                                                      one_cluster, **perm)
                 rows.append(dict(group=str(kind), level="within architecture",
-                                 role="secondary", n=int(obs[k].sum()),
-                                 tau=float(w.tau_strata[k]), pvalue=float(w.pvalue_strata[k]),
-                                 mc_se=float(w.mc_se_strata[k]), min_pvalue=min_p, **common))
+                                 role="secondary", n=int(obs[k].sum()), tau=wk.tau,
+                                 pvalue=wk.pvalue, mc_se=wk.mc_se, min_pvalue=min_p, **common))
         # architecture level: τ over the architecture means, every relabelling
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a kind with no value: NaN
