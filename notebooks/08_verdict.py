@@ -24,8 +24,8 @@
 # A TopoLip pair is dropped when either model's input displacement lies within the noise
 # floor, and each row says how many were.
 #
-# **The rule.** Each claim names **one primary comparison** in `data/claims.yml`, fixed before
-# the run; it is tested alone at $\alpha$. The claim's other comparisons are **secondary**: one
+# **The rule.** Each claim names **one primary comparison** in `data/claims.yml`, with the
+# reason for the choice written beside it; it is tested alone at $\alpha$. The claim's other comparisons are **secondary**: one
 # family per claim, corrected by Holm's step-down procedure {cite:p}`holm1979simple`. A row is
 # *supported* or *contradicted* only when its deciding p-value (the primary's own, a
 # secondary's Holm-adjusted one) is below $\alpha$ with at least 3 seed pairs; otherwise it is
