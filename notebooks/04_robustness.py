@@ -14,14 +14,14 @@
 # a robustness reviewer and checked for gradient masking, and whether, within one kind of
 # perturbation, the models with the lower TopoLip are those that lose less accuracy.
 #
-# **Method.** Each model is attacked on its seed's first `n_ladder` test images (the same
-# images for every architecture of the seed) by a ladder of three white-box attacks at each
-# $L_\infty$ budget $\varepsilon$ of `attack_eps` (pixel units of $[0, 1]$ images;
-# $\varepsilon = 0$ is the clean batch), each one torchattacks' own implementation: **FGSM**
-# (one gradient-sign step), **PGD** (`ladder_pgd_steps` steps of size
-# $2.5\,\varepsilon/\text{steps}$ from `ladder_pgd_restarts` random starts; an image counts as
-# robust only if every start fails) and **autoattack**, APGD-CE followed by APGD-T (Croce and
-# Hein 2020), per image the first that fools the model. The black-box **Square** attack runs at
+# **Method.** Each model is attacked on its seed's first {glue:text}`rb-n-ladder` test images
+# (the same images for every architecture of the seed) by a ladder of three white-box attacks
+# at each $L_\infty$ budget $\varepsilon \in \{${glue:text}`rb-eps-grid`$\}$ (pixel units of
+# $[0, 1]$ images), each one torchattacks' own implementation: **FGSM** (one gradient-sign
+# step), **PGD** ({glue:text}`rb-pgd-steps` steps of size $2.5\,\varepsilon/\text{steps}$ from
+# {glue:text}`rb-pgd-restarts` random starts; an image counts as robust only if every start
+# fails) and **autoattack**, APGD-CE followed by APGD-T {cite:p}`croce2020autoattack`, per
+# image the first that fools the model. The black-box **Square** attack runs at
 # the TopoLip budget. The accuracy under each common corruption is measured on the same images
 # at each severity. The link between smoothness
 # and robustness is asked **within architectures**: Kendall's $\tau$ between the end-to-end

@@ -14,12 +14,12 @@
 # **Method.** One parameter at a time is varied around a small base model of each family, the
 # others held at the base: the ViT's depth (`num_layers`), width (`hidden_dim`), heads and patch
 # size; the ResNet's width, stem kernel and blocks per stage; the plain stacks' depth. Each
-# point is trained with `topolip.train.fit` for `sweep_epochs` epochs (fewer than the main
-# models, so the sweep fits the profile's time), on a checkpoint named by everything that
+# point is trained with `topolip.train.fit` for {glue:text}`sw-epochs` epochs (fewer than the
+# main models, so the sweep fits the profile's time), on a checkpoint named by everything that
 # determines it, so a re-run trains nothing already trained. Each model is then measured like
-# the main models ({doc}`02_topolip`): under every kind of `sweep_perturbations`, the
-# end-to-end scale-free TopoLip on `n_points` images, the accuracy drop on the seed's batch of
-# `n_robust` images, and the baselines.
+# the main models ({doc}`02_topolip`): under {glue:text}`sw-kinds`, the end-to-end scale-free
+# TopoLip on {glue:text}`sw-n-points` images, the accuracy drop on the seed's batch of
+# {glue:text}`sw-n-robust` images, and the baselines.
 
 # %% tags=["parameters"]
 results_dir = "results/quick"
@@ -119,6 +119,9 @@ for (arch, param), part in means.groupby(level=[0, 1], sort=False):
                   f"({e2e.iloc[0]:.2f} to {e2e.iloc[-1]:.2f})")
 glue_number("sw-trends", "; ".join(trends), "{}")
 glue_number("sw-kind", kind_label(kind), "{}")
+glue_number("sw-kinds", " and ".join(kind_label(k) for k in sweep_perturbations), "{}")
+glue_number("sw-n-points", n_points, "{}")
+glue_number("sw-n-robust", max(n_robust, n_points), "{}")
 glue_number("sw-n-models", table["checkpoint"].nunique(), "{}")
 glue_number("sw-epochs", sweep_epochs, "{}")
 span = shown.groupby("arch")["end_to_end_scale_free"].agg(lambda v: v.max() / v.min())
@@ -146,7 +149,7 @@ _ = glue_number("sw-size-tau", "; ".join(f"{ARCH_LABELS.get(a, a)} {v:+.2f}"
 #
 # ViT sweeps, one row per swept parameter: raw and scale-free end-to-end TopoLip
 # $\Delta_L/\Delta_0$ (log axes, dashed line at 1) and clean test accuracy, against the
-# parameter's value, the others at the base; the first kind of `sweep_perturbations`.
+# parameter's value, the others at the base; under {glue:text}`sw-kind`.
 # {glue:md}`fig-sweep-vit-provenance`
 # ```
 #
@@ -163,8 +166,8 @@ _ = glue_number("sw-size-tau", "; ".join(f"{ARCH_LABELS.get(a, a)} {v:+.2f}"
 # :alt: Two panels against the number of weights on a log axis: the end-to-end scale-free TopoLip and the accuracy drop of every sweep model, one colour and marker per architecture.
 #
 # Every sweep model against its number of weights: end-to-end scale-free TopoLip (left, log
-# axis) and accuracy drop (right), under the first kind of `sweep_perturbations`; one point
-# per model (mean over `sweep_seeds`). {glue:md}`fig-sweep-size-provenance`
+# axis) and accuracy drop (right), under {glue:text}`sw-kind`; one point per model (mean
+# over the sweep seeds). {glue:md}`fig-sweep-size-provenance`
 # ```
 #
 # {numref}`fig-sweep-size` separates architecture from size: read along a colour, a family's
@@ -195,7 +198,7 @@ _ = glue_number("sw-size-tau", "; ".join(f"{ARCH_LABELS.get(a, a)} {v:+.2f}"
 # {glue:md}`fig-sweep-conv-stack-provenance`
 # ```
 #
-# **Caveats.** Each sweep point is one short training run per seed of `sweep_seeds`: a trend
+# **Caveats.** Each sweep point is one short training run ({glue:text}`sw-epochs` epochs) per sweep seed: a trend
 # along two or three points is what this run shows, not a law, and the sweeps carry no
 # intervals (they are not used for verdicts, only in the measure study, where each model is one
 # observation).
