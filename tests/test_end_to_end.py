@@ -3,11 +3,23 @@
 import re
 from pathlib import Path
 
+import nbformat
 import pandas as pd
 import pytest
 from test_book_html import check_book_html
 
-from topolip.pipeline import apply_overrides, build_book, load_profile, run_chain, stage
+from topolip.claims import findings
+from topolip.measure_study import findings as measure_findings
+from topolip.pipeline import (
+    apply_overrides,
+    build_book,
+    load_profile,
+    read_table,
+    run_chain,
+    stage,
+)
+from topolip.pipeline.book import glue_values
+from topolip.report import kind_label
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -103,6 +115,22 @@ def test_chain_and_book(tmp_path):
                  "fig-ood-topolip", "fig-ood-behaviour", "fig-sweep-vit", "fig-verdicts",
                  "fig-measure-study"):
         assert (figures / f"{name}.png").exists(), name
+
+    # the numbers of the prose are the library's findings of the saved tables, as read back
+    # (a notebook computing its sentences itself would drift from them)
+    glued = {name: glue_values(nbformat.read(root / f"book/notebooks/{name}.ipynb", 4))
+             for name in ("01_train", "08_verdict", "09_measures")}
+    found = findings(read_table(tables / "verdicts.csv"))
+    for claim, sentence in found["primary"].items():
+        assert glued["08_verdict"][f"primary-{claim}"] == sentence, claim
+    assert glued["08_verdict"]["headline-n-decisive"] == str(found["n_decisive"])
+    assert glued["08_verdict"]["headline-n-families"] == str(found["n_families"])
+    study = measure_findings(read_table(tables / "measure_study.csv"), kind_label=kind_label)
+    assert glued["09_measures"]["ms-sentence"] == study["sentence"]
+    models = read_table(tables / "models.csv")
+    assert glued["01_train"]["n-models"] == str(len(models))
+    assert glued["01_train"]["acc-vit"] == \
+        f"{models.loc[models['arch'] == 'vit', 'test_accuracy'].mean():.3f}"
 
     html = build_book(root)
     for page, words in (("04_robustness", ("Kendall", "accuracy drop", "within architecture")),
