@@ -66,8 +66,9 @@ def test_association_family_is_calibrated_when_architectures_differ_in_both():
 
 
 def test_topolip_one_and_a_half_times_lower_is_detected_at_five_seeds():
-    # the run's variance (model-level log sd 0.14), no pair lost to the noise floor: the
-    # paired t on logs has power 0.92 by the noncentral t
+    # a model-level log sd of 0.14 (the coefficient of variation of the quick book before
+    # issue 18; the verdicts chapter's power table uses each run's own, here larger, variance),
+    # no pair lost to the noise floor: the paired t on logs has power 0.92 by the noncentral t
     n = 60
     r = calibrate(n, n_seeds=5, topolip_ratio=1 / 1.5, variance={"flag_rate": 0.0},
                   claims=[BY_ID["attention-smoother"]], seed=20_000).set_index("role")

@@ -179,7 +179,6 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
     if smoothness:
         tables["smoothness"] = _claims.smoothness_table(tables["topolip_summary"],
                                                         n_resamples=smoothness_resamples,
-                                                        max_resamples=smoothness_resamples,
                                                         seed=seed)
     return tables
 

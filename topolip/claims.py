@@ -641,10 +641,26 @@ def higher_ood_auroc(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[V
     return _finish(rows, claim.id, claim.primary, alpha=_alpha(claim), claimed_sign=1)
 
 
+def _within_architecture(summary: pd.DataFrame, measure: str, response: str, *,
+                         n_resamples: int, seed: int) -> pd.DataFrame:
+    """The measure study's within-architecture τ of ``measure`` with ``response`` per kind and
+    over kinds (``perturbation == "all"``), its seed-relabelling p-value (exact up to
+    :data:`topolip.measure_study.EXACT_SEEDS` seeds); NaN measures are left out."""
+    from . import measure_study
+
+    pop = pd.DataFrame({"source": "chain", "arch": summary["arch"].astype(str),
+                        "seed": summary["seed"], "perturbation": summary["perturbation"],
+                        "excluded": summary[measure].isna().to_numpy(),
+                        measure: summary[measure], response: summary[response]})
+    study, _ = measure_study.measure_study(pop, reference=measure, response=response,
+                                           n_resamples=n_resamples, seed=seed)
+    study = study[study["measure"] == measure]
+    return study.assign(exact=study["p_mc_se"].eq(0.0))
+
+
 def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_free",
                      responses: tuple[str, ...] = ("accuracy_drop", "relative_drop"),
-                     flag_column: str | None = FLAG_COLUMN, alpha: float = 0.05,
-                     n_resamples: int = 9999, max_resamples: int = 159_999,
+                     flag_column: str | None = FLAG_COLUMN, n_resamples: int = 9999,
                      seed: int = 0) -> pd.DataFrame:
     """Does a lower model TopoLip go with a smaller accuracy drop? Kendall τ within
     architectures, one permutation shared by every kind; the architecture-level τ beside it.
@@ -652,11 +668,13 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
     The models of one architecture are its seeds; across architectures they are not
     exchangeable (four clusters that differ in every measure), and the same models appear in
     every perturbation kind. So the statistic is the within-architecture τ-b of ``measure``
-    with a response, averaged over architectures (and over kinds for the pooled row), tested by
-    permuting the response across the seeds with **one relabelling of the seeds shared by
-    every architecture and every kind** (:func:`topolip.stats.within_permutation_kendall` with
-    the seeds as units and each (kind, architecture) cell a stratum; exact when the
-    permutations are few, else Monte Carlo with its standard error ``mc_se``). The seed is the
+    with a response (Kendall's τ-b over the pairs of models of the same architecture, so a
+    cell left with few models after the noise floor counts by its pairs), averaged over kinds
+    for the pooled row, tested by permuting the response across the seeds with **one
+    relabelling of the seeds shared by every architecture and every kind**: the measure
+    study's statistic and test (:func:`topolip.measure_study.measure_study`, exact up to
+    :data:`topolip.measure_study.EXACT_SEEDS` seeds, else Monte Carlo with its standard error
+    ``mc_se``), so chapters 04, 08 and 09 give one number for one test. The seed is the
     unit: the architectures of one seed share their test images, so their values are not
     independent across architectures, and only a relabelling that moves whole seeds keeps that
     dependence under the null (permuting each architecture on its own would not). A model
@@ -681,14 +699,10 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
         Robustness columns; the first is the primary's.
     flag_column : str, optional
         The noise-floor flag (ignored when absent).
-    alpha : float, default=0.05
-        The level (the Monte-Carlo count grows until no p-value is within 3 standard errors of
-        ``alpha`` or of Holm's ``alpha/j``).
     n_resamples : int, default=9999
-        Initial Monte-Carlo permutations.
-    max_resamples : int, default=159999
-        The most Monte-Carlo permutations (see
-        :func:`topolip.stats.within_permutation_kendall`).
+        Monte-Carlo relabellings of the seeds beyond
+        :data:`topolip.measure_study.EXACT_SEEDS` seeds (fewer: all of them, exact); the
+        Monte-Carlo standard error of each p-value is ``mc_se``.
     seed : int, default=0
         Seed of the permutations.
 
@@ -739,43 +753,34 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
 
     x = grid(measure)
     archs = list(pd.unique(clusters))
-    seeds = sorted({sd for _, sd in units})
-
-    def by_seed(v):
-        """(kinds, arch-seed units) -> (kinds x archs, seeds): a stratum per (kind, arch)."""
-        out = np.full((len(kinds) * len(archs), len(seeds)), np.nan)
-        for j, (a, sd) in enumerate(units):
-            out[np.arange(len(kinds)) * len(archs) + archs.index(a), seeds.index(sd)] = v[:, j]
-        return out
-
-    one_cluster = np.zeros(len(seeds))
     seeds_per_arch = s.dropna(subset=[measure]).groupby("arch")["seed"].nunique()
     min_seeds = int(seeds_per_arch.min()) if len(seeds_per_arch) else 0
     rows = []
-    n_sec = len(kinds) + len(responses) - 1
-    thresholds = [alpha] + [alpha / j for j in range(1, n_sec + 1)]
     for i, response in enumerate(responses):
         y = grid(response)
         obs = np.isfinite(x) & np.isfinite(y)
-        perm = dict(n_resamples=n_resamples, max_resamples=max(max_resamples, n_resamples),
-                    thresholds=thresholds, seed=seed + i)
-        w = stats.within_permutation_kendall(by_seed(x), by_seed(y), one_cluster, **perm)
+        # the within-architecture statistic and its seed-relabelling test are the measure
+        # study's own (one test, one number in chapters 04, 08 and 09)
+        within = _within_architecture(s, measure, response, n_resamples=n_resamples,
+                                      seed=seed).set_index("perturbation")
+        exact = bool(within["exact"].iloc[0])
+        n_perm = int(within["n_permutations"].iloc[0])
         common = dict(response=response, partial=False, n_arch=len(archs),
                       min_seeds=min_seeds, n_excluded=n_excluded,
-                      n_permutations=w.n_permutations, exact=w.exact)
-        min_p = 1 / w.n_permutations if w.exact and w.n_permutations else \
-            1 / (1 + w.n_permutations) if w.n_permutations else math.nan
+                      n_permutations=n_perm, exact=exact)
+        min_p = 1 / n_perm if exact and n_perm else 1 / (1 + n_perm) if n_perm else math.nan
+        w = within.loc["all"]
         rows.append(dict(group="pooled", level="within architecture",
                          role="primary" if i == 0 else "secondary", n=int(obs.sum()),
-                         tau=w.tau, pvalue=w.pvalue, mc_se=w.mc_se, min_pvalue=min_p,
-                         **common))
+                         tau=float(w["tau_within"]), pvalue=float(w["p_within"]),
+                         mc_se=float(w["p_mc_se"]), min_pvalue=min_p, **common))
         if i == 0:
             for k, kind in enumerate(kinds):
-                wk = stats.within_permutation_kendall(by_seed(x[k:k + 1]), by_seed(y[k:k + 1]),
-                                                      one_cluster, **perm)
+                wk = within.loc[kind]
                 rows.append(dict(group=str(kind), level="within architecture",
-                                 role="secondary", n=int(obs[k].sum()), tau=wk.tau,
-                                 pvalue=wk.pvalue, mc_se=wk.mc_se, min_pvalue=min_p, **common))
+                                 role="secondary", n=int(obs[k].sum()),
+                                 tau=float(wk["tau_within"]), pvalue=float(wk["p_within"]),
+                                 mc_se=float(wk["p_mc_se"]), min_pvalue=min_p, **common))
         # architecture level: τ over the architecture means, every relabelling
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a kind with no value: NaN

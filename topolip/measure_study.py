@@ -361,8 +361,10 @@ def compare_within(table: pd.DataFrame, a: str, b: str, response: str = "accurac
     -------
     dict
         ``diff`` (τ_w(a) − τ_w(b) on the pairs where both are defined), ``se`` (jackknife),
-        ``t``, ``df`` (units − 1), ``p`` (two-sided, Student's t), ``n_units``. ``se``, ``t``
-        and ``p`` are NaN with fewer than :data:`MIN_SEEDS` units or an undefined replicate.
+        ``t``, ``df`` (units − 1), ``p`` (two-sided, Student's t), ``n_units``. A stratum
+        enters only where the difference is defined in every delete-one-unit replicate;
+        ``se``, ``t`` and ``p`` are NaN with fewer than :data:`MIN_SEEDS` units or when no
+        stratum is.
 
     Raises
     ------
@@ -397,12 +399,16 @@ def compare_within(table: pd.DataFrame, a: str, b: str, response: str = "accurac
         both = va * vb
         sa, sb = sa * both, sb * both
         d = float(_tau_b(sa, both, sy, vy) - _tau_b(sb, both, sy, vy))
-        if not math.isfinite(d):
-            continue
         k = keep[:, :, None]
+        rep = (_tau_b(sa * k, both * k, sy * k, vy * k)
+               - _tau_b(sb * k, both * k, sy * k, vy * k))
+        # a stratum enters only where the difference is defined with every seed left out too
+        # (a kind left with few models by the noise floor may lose its last pair), so every
+        # jackknife replicate averages the same strata
+        if not (math.isfinite(d) and np.isfinite(rep).all()):
+            continue
         diffs.append(d)
-        reps.append(_tau_b(sa * k, both * k, sy * k, vy * k)
-                    - _tau_b(sb * k, both * k, sy * k, vy * k))
+        reps.append(rep)
     if not diffs:
         return {"diff": math.nan, "se": math.nan, "t": math.nan, "df": n - 1, "p": math.nan,
                 "n_units": n}
