@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -96,9 +97,9 @@ def connect_scheduler(address: str, *, timeout: float | None = None):
     timeout : float, optional
         Seconds to connect (default: ``TOPOLIP_SCHEDULER_TIMEOUT`` from the environment, which
         ``topolip run`` sets from the ``scheduler_timeout`` parameter, else
-        :data:`DEFAULT_SCHEDULER_TIMEOUT`). A TCP probe with this deadline runs first, so a
-        refused or silent address fails within it, whatever the load of the machine; Dask's
-        own handshake then gets the same time.
+        :data:`DEFAULT_SCHEDULER_TIMEOUT`). The whole connection (a TCP probe, then Dask's
+        handshake, which on its own can wait forever for a peer that accepts but never
+        answers) must finish within it, whatever the load of the machine.
 
     Returns
     -------
@@ -118,17 +119,32 @@ def connect_scheduler(address: str, *, timeout: float | None = None):
     ...
     RuntimeError: Dask scheduler tcp://127.0.0.1:1 is unreachable (Connection refused; ...
     """
+    import threading
+
     import dask
     from distributed import Client
 
     timeout = _timeout(timeout)
+    t0 = time.monotonic()
     _probe(address, timeout)
-    try:
-        with dask.config.set({"distributed.comm.timeouts.connect": f"{timeout}s"}):
-            return Client(address, timeout=timeout)
-    except (OSError, TimeoutError) as exc:
+    box: dict[str, Any] = {}
+
+    def connect() -> None:  # Dask's handshake can wait forever on a peer that never answers
+        try:
+            with dask.config.set({"distributed.comm.timeouts.connect": f"{timeout}s"}):
+                box["client"] = Client(address, timeout=timeout)
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=connect, name="topolip-connect", daemon=True)
+    thread.start()
+    thread.join(max(timeout - (time.monotonic() - t0), 0.1))
+    if thread.is_alive() or "error" in box:
+        exc = box.get("error")
+        detail = f" ({type(exc).__name__}: {exc})" if exc is not None else " (no handshake)"
         raise RuntimeError(f"Dask scheduler {address} did not answer within scheduler_timeout "
-                           f"{timeout:g} s ({type(exc).__name__}: {exc})") from None
+                           f"{timeout:g} s{detail}: check that it is a running Dask scheduler")
+    return box["client"]
 
 
 def check_scheduler(scheduler: Any) -> str:

@@ -439,7 +439,7 @@ def training_environment(device: torch.device | str | None = None) -> dict[str, 
     """
     device = torch.device(device) if device is not None else default_device()
     cuda = device.type == "cuda"
-    return {"lock": _lock_hash(), "torch": torch.__version__, "device": device.type,
+    return {"lock": _lock_hash(), "torch": str(torch.__version__), "device": device.type,
             "threads": None if cuda else torch.get_num_threads(),
             "device_name": torch.cuda.get_device_name(device) if cuda else None}
 
