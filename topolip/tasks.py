@@ -224,6 +224,17 @@ class _WorkingDirectory:
         os.chdir(self.path)
 
 
+class _IgnoreInterrupt:
+    """A Dask worker plugin: the worker process ignores SIGINT (see :func:`local_cluster`)."""
+
+    def setup(self, *_args, **_kwargs) -> None:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def local_cluster(n_workers: int | None = None, *, cwd: str | Path | None = None):
     """A :class:`distributed.LocalCluster` for the chain: ``n_workers`` processes (default the
     cores), one thread each, torch and BLAS at one thread in every worker (a dashboard, if
@@ -273,12 +284,17 @@ def local_cluster(n_workers: int | None = None, *, cwd: str | Path | None = None
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    if cwd is not None:
-        from distributed import Client
-        from distributed.diagnostics.plugin import WorkerPlugin
+    from distributed import Client
+    from distributed.diagnostics.plugin import WorkerPlugin
 
-        plugin = type("WorkingDirectory", (_WorkingDirectory, WorkerPlugin), {})
-        with Client(cluster) as client:
+    with Client(cluster) as client:
+        # Ctrl-C in a terminal signals the whole process group: this process handles it (and
+        # closes the cluster, whose nannies run here), the worker processes ignore it rather
+        # than each printing a KeyboardInterrupt traceback (restarted workers too).
+        client.register_plugin(type("IgnoreInterrupt", (_IgnoreInterrupt, WorkerPlugin),
+                                    {"name": "topolip-ignore-interrupt"})())
+        if cwd is not None:
+            plugin = type("WorkingDirectory", (_WorkingDirectory, WorkerPlugin), {})
             client.register_plugin(plugin(str(Path(cwd).resolve())))
     return cluster
 

@@ -469,9 +469,11 @@ class _Signals:
         if self.quiet or self.signum is not None:
             return
         self.signum = signum
+        _STOPPING.set()  # the kernel is killed, not asked to shut down mid-cell
         raise KeyboardInterrupt(signal.Signals(signum).name)
 
     def __enter__(self) -> _Signals:
+        _STOPPING.clear()
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 self._old[sig] = signal.signal(sig, self._handle)
@@ -480,6 +482,22 @@ class _Signals:
     def __exit__(self, *exc) -> None:
         for sig, old in self._old.items():
             signal.signal(sig, old)
+
+
+#: Set when a run is interrupted: its kernel is then killed rather than asked to shut down
+#: (a kernel asked while a cell runs logs a traceback of its closed sockets on our stderr).
+_STOPPING = threading.Event()
+
+
+def _kernel_manager_class():
+    """jupyter_client's AsyncKernelManager, killing the kernel at once after an interrupt."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class _KernelManager(AsyncKernelManager):
+        async def shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:
+            await super().shutdown_kernel(now=now or _STOPPING.is_set(), restart=restart)
+
+    return _KernelManager
 
 
 class ResultsInUse(RuntimeError):
@@ -842,7 +860,8 @@ def _run_notebooks(root: Path, notebooks: Sequence[Path], params: Mapping[str, A
         try:
             result = papermill.execute_notebook(
                 nb, str(partial), parameters=injected, kernel_name=kernel_name,
-                cwd=str(root), progress_bar=False, log_output=False)
+                cwd=str(root), progress_bar=False, log_output=False,
+                kernel_manager_class=_kernel_manager_class())
             unwritten = [t for t, f in declared.items() if not snapshot.written_now(f)]
             if unwritten:
                 raise OutputsMissing(
