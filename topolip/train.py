@@ -427,9 +427,10 @@ def training_environment(device: torch.device | str | None = None) -> dict[str, 
 
     Notes
     -----
-    A checkpoint whose recorded environment differs from this one in ``lock``, ``torch``,
-    ``device`` or ``threads`` is retrained by :func:`fit` (it would not be what a fresh clone
-    in this environment trains), and the run says so.
+    A checkpoint whose recorded environment differs from this one in ``lock``, ``torch`` or
+    ``device`` is retrained by :func:`fit` (it would not be what a fresh clone in this
+    environment trains), with a warning naming the file. ``threads`` is recorded only: it
+    changes the weights at float32 rounding, and every epoch's history records its own.
 
     Examples
     --------
@@ -445,7 +446,9 @@ def training_environment(device: torch.device | str | None = None) -> dict[str, 
 
 
 #: The entries of :func:`training_environment` that must agree for a checkpoint to be reused.
-_ENV_KEYS = ("lock", "torch", "device", "threads")
+#: Threads are recorded but not among them: they change the weights at float32 rounding only,
+#: each epoch's history records its own, and a run may resume at another thread count.
+_ENV_KEYS = ("lock", "torch", "device")
 
 
 def _environment_change(recorded: Any, current: Mapping[str, Any]) -> str:
