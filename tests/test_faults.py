@@ -463,3 +463,56 @@ def test_an_interrupted_run_rolls_back_says_one_line_and_resumes(tmp_path, how):
             str(clean).encode(), str(root).encode()), name
     assert json.loads((root / "book/notebooks/02_measure.ipynb").read_text())["metadata"][
         "topolip"]["outputs"]
+
+
+# --------------------------------------------------------------------------- lost workers
+
+
+def _kill_my_worker_once(marker: str, data) -> int:
+    """A task whose first try kills the worker running it (as the OOM killer would)."""
+    if not os.path.exists(marker):
+        Path(marker).write_text(str(os.getpid()))
+        os.kill(os.getpid(), signal.SIGKILL)
+    return len(data)
+
+
+@pytest.mark.slow
+def test_a_task_whose_worker_dies_runs_again_on_another(tmp_path):
+    from topolip.tasks import Task, TaskRunner
+
+    with TaskRunner("local", n_workers=2, progress=False) as runner:
+        data = runner.share(bytes(1000))  # sent to every worker, so it survives one
+        results = runner.map([Task("train vit seed 0 (epochs 1)", _kill_my_worker_once,
+                                   (str(tmp_path / "killed"), data)),
+                              Task("train resnet seed 0 (epochs 1)", len, (data,))])
+    assert results == [1000, 1000]
+    assert (tmp_path / "killed").exists(), "the first try's worker was killed"
+
+
+@pytest.mark.slow
+def test_a_dying_scheduler_is_reported_with_the_models():
+    from topolip.tasks import Task, TaskError, TaskRunner
+
+    code = ("from distributed import LocalCluster; import time; "
+            "c = LocalCluster(n_workers=1, processes=False, protocol='tcp://', "
+            "dashboard_address=None); "
+            "print(c.scheduler_address, flush=True); time.sleep(600)")
+    server = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        address = server.stdout.readline().strip()
+        tasks = [Task(f"train vit seed {s} (epochs 1)", time.sleep, (60,)) for s in (0, 1)]
+        with TaskRunner(address, timeout=20, progress=False) as runner:
+            import threading
+
+            threading.Timer(3, server.kill).start()  # the scheduler dies mid-run
+            t0 = time.perf_counter()
+            with pytest.raises(TaskError) as err:
+                runner.map(tasks)
+        assert time.perf_counter() - t0 < 60, "reported, not waited for"
+    finally:
+        server.kill()
+    text = str(err.value)
+    assert text.startswith("2 of 2 tasks failed")
+    for s in (0, 1):
+        assert f"train vit seed {s} (epochs 1): RuntimeError: the connection to the Dask " \
+               "scheduler was lost" in text, text

@@ -211,6 +211,17 @@ def _run_one(fn: Callable[..., Any], args: tuple, kwargs: Mapping[str, Any],
     return fn(*args, **dict(kwargs))
 
 
+def _identity(obj: Any) -> Any:
+    return obj
+
+
+def _run_flat(fn: Callable[..., Any], threads: int | None, n_args: int,
+              names: tuple[str, ...], *values: Any) -> Any:
+    """:func:`_run_one` with the positional and keyword arguments passed flat in ``values``."""
+    return _run_one(fn, values[:n_args], dict(zip(names, values[n_args:], strict=True)),
+                    threads)
+
+
 class _WorkingDirectory:
     """A Dask worker plugin: the worker runs in ``path`` (relative paths, e.g. the checkpoints
     under ``results_dir``, then mean what they mean to the notebooks)."""
@@ -413,13 +424,20 @@ class TaskRunner:
 
         Serial: ``obj`` itself. Otherwise a Dask future of the scattered object, which Dask
         replaces by the object on the worker. It is sent to every worker (each receives it
-        once), so a task whose worker dies can run again on another one. Sharing the same
+        once), and kept by the scheduler as a task's result, which Dask can compute again: a
+        task whose worker dies runs again on another one. Sharing the same
         object again returns the same future (it is sent once per runner).
         """
         if self.client is None:
             return obj
         if id(obj) not in self._shared:  # the object is kept, so its id is not reused
-            self._shared[id(obj)] = (obj, self.client.scatter(obj, broadcast=True, hash=False))
+            # A task that returns the object, rather than client.scatter: Dask forgets
+            # scattered data (and cancels the tasks needing it, "already forgotten") when a
+            # worker holding it dies mid-task; a task's result it can compute again.
+            future = self.client.submit(_identity, obj, pure=False,
+                                        key=f"topolip-data-{os.urandom(4).hex()}")
+            self.client.replicate([future])  # every worker holds it (sent once each)
+            self._shared[id(obj)] = (obj, future)
         return self._shared[id(obj)][1]
 
     def map(self, tasks: Iterable[Task], *, desc: str = "tasks") -> list[Any]:
@@ -468,8 +486,12 @@ class TaskRunner:
             elif tasks:
                 from distributed import as_completed
 
+                # the arguments travel flat: Dask re-runs a task whose worker died only when
+                # the futures it needs are top-level arguments (nested in a tuple, the retry
+                # is cancelled as "already forgotten")
                 futures = {
-                    self.client.submit(_run_one, t.fn, t.args, t.kwargs, self.threads,
+                    self.client.submit(_run_flat, t.fn, self.threads, len(t.args),
+                                       tuple(t.kwargs), *t.args, *dict(t.kwargs).values(),
                                        pure=False, key=f"topolip-task-{i}-{os.urandom(4).hex()}",
                                        retries=0): i
                     for i, t in enumerate(tasks)}
@@ -514,11 +536,8 @@ def _lost(fut, exc: BaseException | None) -> BaseException:
     if isinstance(exc, KilledWorker):
         return RuntimeError("every worker that ran it died (Dask tried it on several; a "
                             "worker killed for memory, or crashed)")
-    reason = ""
-    try:
-        fut.result(timeout=0)
-    except BaseException as err:  # only read for its message
-        reason = str(err)
+    state = getattr(fut, "_state", None)  # a cancelled future holds why (Dask's reason)
+    reason = str(getattr(state, "exception", None) or "")
     if exc is not None and not reason:
         reason = f"{type(exc).__name__}: {exc}"
     if "scheduler-connection-lost" in reason or "connection" in reason.lower() or isinstance(
@@ -628,7 +647,7 @@ def train_models(jobs: Sequence[tuple[Any, Any]], data: Any, *, results_dir: str
     return runner.map(tasks, desc=desc)
 
 
-def _model_task(fn, row, device, kwargs):
+def _model_task(fn, row, device, **kwargs):
     from .train import load_trained
 
     model = load_trained(row["checkpoint"], device=device).model
@@ -691,7 +710,7 @@ def map_models(models: Any, fn: Callable[..., Any], *, runner: TaskRunner | None
     rows = [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
             for r in models.to_dict("records")]
     tasks = [Task("model " + ", ".join(f"{c} {r[c]}" for c in first) + f" ({r['checkpoint']})",
-                  _model_task, (fn, r, device, shared)) for r in rows]
+                  _model_task, (fn, r, device), shared) for r in rows]
     outs = runner.map(tasks, desc=desc)
     single = not isinstance(outs[0], tuple) if outs else True
     parts: list[list[pd.DataFrame]] = []
