@@ -16,8 +16,9 @@ checkpoints atomically after every epoch (:func:`topolip.train.fit`), so a re-ru
 what failed or was interrupted.
 
 Large inputs (the image data set, evaluation batches) travel once per worker:
-:meth:`TaskRunner.share` scatters them to the cluster and the tasks receive a reference that
-Dask resolves on the worker. Scattering, rather than letting each worker reload the data set
+:meth:`TaskRunner.share` sends them to every worker (the result of a task, replicated, so Dask
+can compute it again when a worker dies) and the tasks receive a reference that Dask resolves
+on the worker. Sharing, rather than letting each worker reload the data set
 from its parameters, keeps the library functions as they are (they take an
 :class:`~topolip.data.ImageSplit` and tensors, not their recipe), needs no data folder on the
 workers, and in serial mode costs nothing (the object itself is passed).
