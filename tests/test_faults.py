@@ -518,3 +518,62 @@ def test_a_dying_scheduler_is_reported_with_the_models():
     for s in (0, 1):
         assert f"train vit seed {s} (epochs 1): RuntimeError: the connection to the Dask " \
                "scheduler was lost" in text, text
+
+
+# ------------------------------------------------------------------- full and read-only disks
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MB tmpfs (skipped, with the reason, where this machine cannot mount one)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip() or 'not root'})")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("private_tmp")
+def test_a_full_disk_fails_cleanly_and_keeps_the_tables(small_disk):
+    root = make_chain(small_disk / "repo")
+    run_chain(root, PARAMS, **QUIET)
+    tables = root / "results/t/tables"
+    before = {p.name: p.read_bytes() for p in tables.iterdir()}
+    filler = small_disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:  # fill the disk
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    with pytest.raises(Exception, match="No space left on device") as err:
+        run_chain(root, {**PARAMS, "n_points": 5}, **QUIET)
+    assert "02_measure" in str(err.value) or isinstance(err.value, OSError)
+    assert {p.name: p.read_bytes() for p in tables.iterdir()} == before, "tables intact"
+    assert not list(root.rglob(".*.tmp"))
+    filler.unlink()
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("private_tmp")
+def test_a_read_only_results_folder_fails_cleanly_and_keeps_the_tables(small_disk):
+    root = make_chain(small_disk / "repo")
+    run_chain(root, PARAMS, **QUIET)
+    tables = root / "results/t/tables"
+    before = {p.name: p.read_bytes() for p in tables.iterdir()}
+    done = subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], capture_output=True,
+                          text=True)
+    if done.returncode != 0:  # root ignores file modes: only a read-only mount tests this
+        pytest.skip(f"cannot remount the tmpfs read-only here ({done.stderr.strip()})")
+    assert executed(run_chain(root, PARAMS, **QUIET)) == [], "a cached chain reads only"
+    with pytest.raises(Exception, match="Read-only file system"):
+        run_chain(root, {**PARAMS, "n_points": 5}, **QUIET)
+    assert {p.name: p.read_bytes() for p in tables.iterdir()} == before

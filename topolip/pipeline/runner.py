@@ -822,8 +822,9 @@ def _run_notebooks(root: Path, notebooks: Sequence[Path], params: Mapping[str, A
         damaged = (_damaged(done.get("outputs"), root) if "outputs" in done
                    else ["no record of its outputs"]) if same_key else []
         if not force and same_key and not pending and not damaged:
-            if not dry_run:
-                out.with_suffix(".partial.ipynb").unlink(missing_ok=True)  # an old failure
+            stale = out.with_suffix(".partial.ipynb")  # an old failure's executed part
+            if not dry_run and stale.exists():  # (unlink fails on a read-only disk, even
+                stale.unlink()                  # with missing_ok)
             log(f"[topolip] {path.stem}: unchanged, cached ({out.relative_to(root)})")
             runs.append(NotebookRun(path.stem, out, True, 0.0, "unchanged"))
             progress.cached.append(path.stem)
