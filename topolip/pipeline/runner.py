@@ -622,7 +622,9 @@ def _clean_leftovers(folders: Sequence[Path], log) -> None:
 
 
 def _remove_stale_backups() -> int:
-    """Delete ``topolip-outputs-*`` folders whose owner is gone (its lock is free)."""
+    """Delete ``topolip-outputs-*`` folders whose owner is gone (its lock on ``.owner`` is
+    free), whatever their mtime; a folder without ``.owner`` (written by an older version, or
+    being created) only once it is an hour old. Returns how many were removed."""
     import fcntl
     import shutil
     import tempfile
@@ -632,8 +634,8 @@ def _remove_stale_backups() -> int:
         owner = folder / ".owner"
         try:
             if not owner.exists():
-                if time.time() - folder.stat().st_mtime < 10:  # being created right now
-                    continue
+                if time.time() - folder.stat().st_mtime < 3600:  # being created, or a
+                    continue  # live run of a version without the owner lock
             else:
                 fd = os.open(owner, os.O_RDONLY)
                 try:
