@@ -190,11 +190,11 @@ def main(argv: list[str] | None = None) -> int:
                                f"(rerun with --debug for the traceback)")
         print(f"topolip: error: {text}", file=sys.stderr)
         return status
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the runner rolled back and says so
         if args.debug:
             raise
-        print("topolip: interrupted", file=sys.stderr)
-        return 130
+        print(f"topolip: {exc}" if str(exc) else "topolip: interrupted", file=sys.stderr)
+        return 128 + getattr(exc, "signum", signal.SIGINT)
 
 
 if __name__ == "__main__":  # pragma: no cover

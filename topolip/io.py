@@ -7,13 +7,75 @@ import io
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 __all__ = [
     "atomic_write", "atomic_write_bytes", "atomic_write_json", "atomic_write_text", "json_plain",
+    "current_umask", "remove_temporaries",
 ]
+
+_UMASK_LOCK = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process's file-mode creation mask (e.g. ``0o022``), read without changing it.
+
+    Linux reports it in ``/proc/self/status``; elsewhere it is set and restored under a lock.
+
+    Examples
+    --------
+    >>> old = os.umask(0o027); current_umask() == 0o027; _ = os.umask(old)
+    True
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def remove_temporaries(folder: str | os.PathLike) -> list[Path]:
+    """Delete every temporary file :func:`atomic_write` left under ``folder`` (recursively).
+
+    The temporaries are named ``.{name}.XXXX.tmp``; a process killed between writing and
+    renaming leaves one behind. Call this only while no other process writes into ``folder``
+    (the pipeline holds its run lock): every such file is removed, whatever its mtime (a
+    clock set wrong can date it in the future).
+
+    Returns
+    -------
+    list of Path
+        The removed files.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / ".x.csv.ab12.tmp").write_text("half")
+    4
+    >>> [p.name for p in remove_temporaries(d)]
+    ['.x.csv.ab12.tmp']
+    """
+    folder = Path(folder)
+    removed = []
+    if not folder.is_dir():
+        return removed
+    for tmp in folder.rglob(".*.tmp"):
+        try:
+            if tmp.is_file():
+                tmp.unlink()
+                removed.append(tmp)
+        except FileNotFoundError:
+            pass
+    return removed
 
 
 def json_plain(obj: Any) -> Any:
@@ -50,6 +112,8 @@ def atomic_write(path: str | os.PathLike, write: Callable[[io.BufferedWriter], A
 
     The temporary file lives in the same folder (so the rename is atomic on POSIX) and is
     fsync'ed before the rename; on any error it is removed and ``path`` keeps its old content.
+    The file gets the mode a plain ``open(path, "w")`` would give it: ``0o666`` less the umask
+    (``0o644`` under the usual ``022``), not the ``0o600`` of a temporary file.
 
     Examples
     --------
@@ -63,6 +127,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[io.BufferedWriter], A
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()

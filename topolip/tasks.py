@@ -16,8 +16,9 @@ checkpoints atomically after every epoch (:func:`topolip.train.fit`), so a re-ru
 what failed or was interrupted.
 
 Large inputs (the image data set, evaluation batches) travel once per worker:
-:meth:`TaskRunner.share` scatters them to the cluster and the tasks receive a reference that
-Dask resolves on the worker. Scattering, rather than letting each worker reload the data set
+:meth:`TaskRunner.share` sends them to every worker (the result of a task, replicated, so Dask
+can compute it again when a worker dies) and the tasks receive a reference that Dask resolves
+on the worker. Sharing, rather than letting each worker reload the data set
 from its parameters, keeps the library functions as they are (they take an
 :class:`~topolip.data.ImageSplit` and tensors, not their recipe), needs no data folder on the
 workers, and in serial mode costs nothing (the object itself is passed).
@@ -32,14 +33,119 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Task", "TaskError", "TaskRunner", "check_scheduler", "local_cluster", "map_models",
-           "run_tasks", "train_models"]
+__all__ = ["DEFAULT_SCHEDULER_TIMEOUT", "Task", "TaskError", "TaskRunner", "check_scheduler",
+           "connect_scheduler", "local_cluster", "map_models", "run_tasks", "train_models"]
+
+#: Seconds to reach a scheduler given by its address before giving up (the ``scheduler_timeout``
+#: parameter; ``topolip run`` passes it to the notebooks in ``TOPOLIP_SCHEDULER_TIMEOUT``).
+DEFAULT_SCHEDULER_TIMEOUT = 20.0
+_TIMEOUT_VARIABLE = "TOPOLIP_SCHEDULER_TIMEOUT"
+
+
+def _timeout(timeout: float | None) -> float:
+    if timeout is None:
+        try:
+            timeout = float(os.environ.get(_TIMEOUT_VARIABLE, DEFAULT_SCHEDULER_TIMEOUT))
+        except ValueError:
+            timeout = DEFAULT_SCHEDULER_TIMEOUT
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise ValueError(f"scheduler_timeout must be a positive number of seconds, got "
+                         f"{timeout!r}")
+    return float(timeout)
+
+
+def _probe(address: str, timeout: float) -> None:
+    """Open (and close) a TCP connection to a ``tcp://host:port`` scheduler within ``timeout``
+    seconds; raise RuntimeError naming the address when it cannot be reached."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if not address.startswith(("tcp://", "tls://")):
+        return  # other protocols (inproc, ucx) are left to Dask
+    try:
+        parts = urlsplit(address)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host, port = None, None
+    if not host or not port:
+        raise ValueError(f"scheduler {address!r}: expected tcp://host:port")
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        reason = "no answer" if isinstance(exc, TimeoutError | socket.timeout) else (
+            exc.strerror or str(exc))
+        raise RuntimeError(
+            f"Dask scheduler {address} is unreachable ({reason}; scheduler_timeout "
+            f"{timeout:g} s): start it (dask scheduler), check the address, or use "
+            f"scheduler=local") from None
+
+
+def connect_scheduler(address: str, *, timeout: float | None = None):
+    """A :class:`distributed.Client` of the running scheduler at ``address``, within
+    ``timeout`` seconds.
+
+    Parameters
+    ----------
+    address : str
+        ``tcp://host:port`` of a running Dask scheduler.
+    timeout : float, optional
+        Seconds to connect (default: ``TOPOLIP_SCHEDULER_TIMEOUT`` from the environment, which
+        ``topolip run`` sets from the ``scheduler_timeout`` parameter, else
+        :data:`DEFAULT_SCHEDULER_TIMEOUT`). The whole connection (a TCP probe, then Dask's
+        handshake, which on its own can wait forever for a peer that accepts but never
+        answers) must finish within it, whatever the load of the machine.
+
+    Returns
+    -------
+    distributed.Client
+
+    Raises
+    ------
+    RuntimeError
+        Naming the address and the timeout, when the scheduler cannot be reached in time.
+    ValueError
+        If ``timeout`` is not a positive number.
+
+    Examples
+    --------
+    >>> connect_scheduler("tcp://127.0.0.1:1", timeout=2)
+    Traceback (most recent call last):
+    ...
+    RuntimeError: Dask scheduler tcp://127.0.0.1:1 is unreachable (Connection refused; ...
+    """
+    import threading
+
+    import dask
+    from distributed import Client
+
+    timeout = _timeout(timeout)
+    t0 = time.monotonic()
+    _probe(address, timeout)
+    box: dict[str, Any] = {}
+
+    def connect() -> None:  # Dask's handshake can wait forever on a peer that never answers
+        try:
+            with dask.config.set({"distributed.comm.timeouts.connect": f"{timeout}s"}):
+                box["client"] = Client(address, timeout=timeout)
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=connect, name="topolip-connect", daemon=True)
+    thread.start()
+    thread.join(max(timeout - (time.monotonic() - t0), 0.1))
+    if thread.is_alive() or "error" in box:
+        exc = box.get("error")
+        detail = f" ({type(exc).__name__}: {exc})" if exc is not None else " (no handshake)"
+        raise RuntimeError(f"Dask scheduler {address} did not answer within scheduler_timeout "
+                           f"{timeout:g} s{detail}: check that it is a running Dask scheduler")
+    return box["client"]
 
 
 def check_scheduler(scheduler: Any) -> str:
@@ -106,6 +212,17 @@ def _run_one(fn: Callable[..., Any], args: tuple, kwargs: Mapping[str, Any],
     return fn(*args, **dict(kwargs))
 
 
+def _identity(obj: Any) -> Any:
+    return obj
+
+
+def _run_flat(fn: Callable[..., Any], threads: int | None, n_args: int,
+              names: tuple[str, ...], *values: Any) -> Any:
+    """:func:`_run_one` with the positional and keyword arguments passed flat in ``values``."""
+    return _run_one(fn, values[:n_args], dict(zip(names, values[n_args:], strict=True)),
+                    threads)
+
+
 class _WorkingDirectory:
     """A Dask worker plugin: the worker runs in ``path`` (relative paths, e.g. the checkpoints
     under ``results_dir``, then mean what they mean to the notebooks)."""
@@ -117,6 +234,17 @@ class _WorkingDirectory:
 
     def setup(self, worker) -> None:  # noqa: ARG002 - the plugin interface
         os.chdir(self.path)
+
+
+class _IgnoreInterrupt:
+    """A Dask worker plugin: the worker process ignores SIGINT (see :func:`local_cluster`)."""
+
+    def setup(self, *_args, **_kwargs) -> None:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def local_cluster(n_workers: int | None = None, *, cwd: str | Path | None = None):
@@ -168,12 +296,17 @@ def local_cluster(n_workers: int | None = None, *, cwd: str | Path | None = None
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    if cwd is not None:
-        from distributed import Client
-        from distributed.diagnostics.plugin import WorkerPlugin
+    from distributed import Client
+    from distributed.diagnostics.plugin import WorkerPlugin
 
-        plugin = type("WorkingDirectory", (_WorkingDirectory, WorkerPlugin), {})
-        with Client(cluster) as client:
+    with Client(cluster) as client:
+        # Ctrl-C in a terminal signals the whole process group: this process handles it (and
+        # closes the cluster, whose nannies run here), the worker processes ignore it rather
+        # than each printing a KeyboardInterrupt traceback (restarted workers too).
+        client.register_plugin(type("IgnoreInterrupt", (_IgnoreInterrupt, WorkerPlugin),
+                                    {"name": "topolip-ignore-interrupt"})())
+        if cwd is not None:
+            plugin = type("WorkingDirectory", (_WorkingDirectory, WorkerPlugin), {})
             client.register_plugin(plugin(str(Path(cwd).resolve())))
     return cluster
 
@@ -210,12 +343,26 @@ class TaskRunner:
         Show a progress bar (tqdm, on standard error) as tasks finish. Default: on, except in
         a Jupyter kernel, where ipykernel captures standard error into the notebook and the
         bar would end up in the book; there the runner's log says when each notebook is done.
+    timeout : float, optional
+        Seconds to reach a scheduler given by its address (:func:`connect_scheduler`; default
+        ``TOPOLIP_SCHEDULER_TIMEOUT`` or :data:`DEFAULT_SCHEDULER_TIMEOUT`).
 
     Raises
     ------
     ValueError
-        If ``scheduler`` is not a scheduler (:func:`check_scheduler`) or ``n_workers`` is not a
-        positive integer.
+        If ``scheduler`` is not a scheduler (:func:`check_scheduler`), ``n_workers`` is not a
+        positive integer or ``timeout`` not a positive number.
+    RuntimeError
+        At the first :meth:`share` or :meth:`map`, naming the address, when a scheduler
+        address cannot be reached within ``timeout``.
+
+    Notes
+    -----
+    A task whose worker dies is run again on another worker by Dask (up to its
+    ``distributed.scheduler.allowed-failures``, 3): shared data are sent to every worker
+    (:meth:`share`), so they survive the loss of one. A task lost for good (every try's worker
+    died, the scheduler went away) is reported in the :class:`TaskError` with its name, like a
+    task that raised.
 
     Examples
     --------
@@ -225,8 +372,9 @@ class TaskRunner:
     """
 
     def __init__(self, scheduler: str = "local", *, n_workers: int | None = None,
-                 progress: bool | None = None):
+                 progress: bool | None = None, timeout: float | None = None):
         self.scheduler = check_scheduler(scheduler)
+        self.timeout = _timeout(timeout)
         _check_workers(n_workers)
         self.n_workers = n_workers if n_workers is not None else _cores()
         self.progress = progress if progress is not None else "ipykernel" not in sys.modules
@@ -258,7 +406,7 @@ class TaskRunner:
                 self._cluster = local_cluster(self.n_workers)
                 self._client = Client(self._cluster)
             else:
-                self._client = Client(self.scheduler)
+                self._client = connect_scheduler(self.scheduler, timeout=self.timeout)
         return self._client
 
     def close(self) -> None:
@@ -276,13 +424,21 @@ class TaskRunner:
         """``obj`` sent once to the cluster; pass the returned reference as a task argument.
 
         Serial: ``obj`` itself. Otherwise a Dask future of the scattered object, which Dask
-        replaces by the object on the worker (each worker receives it once). Sharing the same
+        replaces by the object on the worker. It is sent to every worker (each receives it
+        once), and kept by the scheduler as a task's result, which Dask can compute again: a
+        task whose worker dies runs again on another one. Sharing the same
         object again returns the same future (it is sent once per runner).
         """
         if self.client is None:
             return obj
         if id(obj) not in self._shared:  # the object is kept, so its id is not reused
-            self._shared[id(obj)] = (obj, self.client.scatter(obj, broadcast=False, hash=False))
+            # A task that returns the object, rather than client.scatter: Dask forgets
+            # scattered data (and cancels the tasks needing it, "already forgotten") when a
+            # worker holding it dies mid-task; a task's result it can compute again.
+            future = self.client.submit(_identity, obj, pure=False,
+                                        key=f"topolip-data-{os.urandom(4).hex()}")
+            self.client.replicate([future])  # every worker holds it (sent once each)
+            self._shared[id(obj)] = (obj, future)
         return self._shared[id(obj)][1]
 
     def map(self, tasks: Iterable[Task], *, desc: str = "tasks") -> list[Any]:
@@ -331,21 +487,36 @@ class TaskRunner:
             elif tasks:
                 from distributed import as_completed
 
+                # the arguments travel flat: Dask re-runs a task whose worker died only when
+                # the futures it needs are top-level arguments (nested in a tuple, the retry
+                # is cancelled as "already forgotten")
                 futures = {
-                    self.client.submit(_run_one, t.fn, t.args, t.kwargs, self.threads,
+                    self.client.submit(_run_flat, t.fn, self.threads, len(t.args),
+                                       tuple(t.kwargs), *t.args, *dict(t.kwargs).values(),
                                        pure=False, key=f"topolip-task-{i}-{os.urandom(4).hex()}",
                                        retries=0): i
                     for i, t in enumerate(tasks)}
-                for fut in as_completed(futures):
-                    i = futures[fut]
-                    if fut.status == "error":
-                        exc = fut.exception()
-                        tb = "".join(traceback.format_tb(fut.traceback()))
-                        failures.append((i, exc, tb))
-                    else:
-                        results[i] = fut.result()
-                    fut.release()
-                    bar.update()
+                pending = dict(futures)
+                try:
+                    for fut in as_completed(futures):
+                        i = pending.pop(fut)
+                        if fut.status == "finished":
+                            try:
+                                results[i] = fut.result()
+                            except Exception as exc:  # lost while its result was fetched
+                                failures.append((i, _lost(fut, exc), ""))
+                        elif fut.status == "error":
+                            exc = fut.exception()
+                            tb = "".join(traceback.format_tb(fut.traceback()))
+                            failures.append((i, _lost(fut, exc), tb))
+                        else:  # cancelled: its worker, its data or the scheduler went away
+                            failures.append((i, _lost(fut, None), ""))
+                        fut.release()
+                        bar.update()
+                except Exception as exc:  # the connection to the scheduler broke
+                    for fut, i in pending.items():
+                        failures.append((i, _lost(fut, exc), ""))
+                    bar.update(len(pending))
         finally:
             bar.close()
         if failures:
@@ -353,6 +524,30 @@ class TaskRunner:
             err = TaskError([(tasks[i].name, exc, tb) for i, exc, tb in failures], len(tasks))
             raise err from failures[0][1]
         return results
+
+
+def _lost(fut, exc: BaseException | None) -> BaseException:
+    """The error of a task's future, in words a reader can act on (Dask's cancellation and
+    lost-worker errors name only the task's key)."""
+    from distributed.scheduler import KilledWorker
+
+    if exc is not None and not isinstance(exc, KilledWorker | OSError | TimeoutError) and \
+            fut.status == "error":
+        return exc  # the task itself raised
+    if isinstance(exc, KilledWorker):
+        return RuntimeError("every worker that ran it died (Dask tried it on several; a "
+                            "worker killed for memory, or crashed)")
+    state = getattr(fut, "_state", None)  # a cancelled future holds why (Dask's reason)
+    reason = str(getattr(state, "exception", None) or "")
+    if exc is not None and not reason:
+        reason = f"{type(exc).__name__}: {exc}"
+    if "scheduler-connection-lost" in reason or "connection" in reason.lower() or isinstance(
+            exc, OSError | TimeoutError):
+        what = "the connection to the Dask scheduler was lost"
+    else:
+        what = "Dask lost it (its worker or the data it needs went away)"
+    return RuntimeError(f"{what}: {reason or 'cancelled'}; a re-run resumes from the finished "
+                        "checkpoints")
 
 
 def run_tasks(tasks: Iterable[Task], *, scheduler: str = "local", n_workers: int | None = None,
@@ -388,7 +583,8 @@ def _train(spec, data, config, results_dir, device, measure):
     result = fit(spec, data, config, checkpoint=ckpt, device=device, progress=False)
     out = {"checkpoint": str(ckpt), "test_accuracy": result.test_accuracy,
            "parameters": sum(p.numel() for p in result.model.parameters()),
-           "history": result.history, "resumed_from_epoch": result.resumed_from_epoch}
+           "history": result.history, "resumed_from_epoch": result.resumed_from_epoch,
+           "environment": result.environment, "retrained": result.retrained}
     if measure is not None:
         fn, kwargs = measure
         out["measured"] = fn(result.model, spec, config, **kwargs)
@@ -432,7 +628,9 @@ def train_models(jobs: Sequence[tuple[Any, Any]], data: Any, *, results_dir: str
     list of dict
         Per job: ``checkpoint`` (str), ``test_accuracy`` (on ``data.x_test``), ``parameters``
         (number of weights), ``history`` (per-epoch dicts of :func:`topolip.train.fit`),
-        ``resumed_from_epoch`` (``config.epochs`` when nothing was trained) and, with
+        ``resumed_from_epoch`` (``config.epochs`` when nothing was trained), ``environment``
+        (:func:`topolip.train.training_environment` of the training), ``retrained`` (why an
+        existing checkpoint from another environment was trained again, else "") and, with
         ``measure``, ``measured``.
 
     Raises
@@ -450,7 +648,7 @@ def train_models(jobs: Sequence[tuple[Any, Any]], data: Any, *, results_dir: str
     return runner.map(tasks, desc=desc)
 
 
-def _model_task(fn, row, device, kwargs):
+def _model_task(fn, row, device, **kwargs):
     from .train import load_trained
 
     model = load_trained(row["checkpoint"], device=device).model
@@ -513,7 +711,7 @@ def map_models(models: Any, fn: Callable[..., Any], *, runner: TaskRunner | None
     rows = [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
             for r in models.to_dict("records")]
     tasks = [Task("model " + ", ".join(f"{c} {r[c]}" for c in first) + f" ({r['checkpoint']})",
-                  _model_task, (fn, r, device, shared)) for r in rows]
+                  _model_task, (fn, r, device), shared) for r in rows]
     outs = runner.map(tasks, desc=desc)
     single = not isinstance(outs[0], tuple) if outs else True
     parts: list[list[pd.DataFrame]] = []

@@ -33,7 +33,7 @@ from .tensors import eval_mode
 __all__ = [
     "CHANNELS_LAST_ARCHS", "EVAL_BATCH_SIZE", "ModelSpec", "TrainConfig", "TrainResult", "accuracy",
     "checkpoint_path", "configure_threads", "default_device", "fit", "load_trained",
-    "prefers_channels_last", "remove_stale_temporaries", "spec_for",
+    "prefers_channels_last", "remove_stale_temporaries", "spec_for", "training_environment",
 ]
 
 FORMAT = 2  # 2: a SHA-256 checksum of the state is stored and checked on load
@@ -185,7 +185,11 @@ class TrainResult:
     ``history``: one dict per epoch (``epoch``, ``loss``, ``train_accuracy``, ``seconds``,
     ``threads``: torch's CPU threads during the epoch, which change the trained weights at float32
     rounding; absent from checkpoints written before it was recorded);
-    ``test_accuracy``: clean accuracy on ``data.x_test`` in [0, 1].
+    ``test_accuracy``: clean accuracy on ``data.x_test`` in [0, 1];
+    ``environment``: the :func:`training_environment` recorded in the checkpoint (None for a
+    checkpoint written before environments were recorded);
+    ``retrained``: why an existing checkpoint was trained again ("" when it was not), e.g.
+    ``"lock 'ab..' -> 'cd..'"``.
     """
 
     model: nn.Module
@@ -195,6 +199,8 @@ class TrainResult:
     test_accuracy: float
     device: str
     resumed_from_epoch: int = 0
+    environment: dict[str, Any] | None = None
+    retrained: str = ""
 
 
 def default_device() -> torch.device:
@@ -374,7 +380,8 @@ def remove_stale_temporaries(path: str | Path, *, older_than_s: float = 60.0) ->
 
     :func:`topolip.io.atomic_write` writes ``.{name}.XXXX.tmp`` next to ``path`` and renames
     it; a process killed in between leaves that file. Those not modified for ``older_than_s``
-    seconds (so a concurrent writer's file is kept) are removed; the removed paths are returned.
+    seconds (so a concurrent writer's file is kept), or dated more than that in the future (a
+    clock set wrong), are removed; the removed paths are returned.
     """
     path = Path(path)
     if not path.parent.is_dir():
@@ -383,12 +390,74 @@ def remove_stale_temporaries(path: str | Path, *, older_than_s: float = 60.0) ->
     removed = []
     for tmp in path.parent.glob(f".{path.name}.*.tmp"):
         try:
-            if now - tmp.stat().st_mtime >= older_than_s:
+            if abs(now - tmp.stat().st_mtime) >= older_than_s:  # a future date is stale too
                 tmp.unlink()
                 removed.append(tmp)
         except FileNotFoundError:
             pass
     return removed
+
+
+def _lock_hash() -> str | None:
+    """SHA-256 (16 hex digits) of the ``requirements.lock`` beside the package (the repository
+    root of an editable install), else of the working directory's; None without one."""
+    for folder in (Path(__file__).resolve().parents[1], Path.cwd()):
+        lock = folder / "requirements.lock"
+        if lock.is_file():
+            return hashlib.sha256(lock.read_bytes()).hexdigest()[:16]
+    return None
+
+
+def training_environment(device: torch.device | str | None = None) -> dict[str, Any]:
+    """What, besides the run identity, decides a trained model's weights: recorded in every
+    checkpoint :func:`fit` writes.
+
+    Parameters
+    ----------
+    device : torch.device or str, optional
+        The training device (default :func:`default_device`).
+
+    Returns
+    -------
+    dict
+        ``lock`` (16 hex digits of ``requirements.lock``'s SHA-256, None without the file),
+        ``torch`` (version), ``device`` (``"cpu"`` or ``"cuda"``), ``threads`` (torch's CPU
+        threads; None on a GPU, where they do not change the weights) and, informative only,
+        ``device_name`` (the GPU's name, None on the CPU).
+
+    Notes
+    -----
+    A checkpoint whose recorded environment differs from this one in ``lock``, ``torch`` or
+    ``device`` is retrained by :func:`fit` (it would not be what a fresh clone in this
+    environment trains), with a warning naming the file. ``threads`` is recorded only: it
+    changes the weights at float32 rounding, and every epoch's history records its own.
+
+    Examples
+    --------
+    >>> env = training_environment("cpu")
+    >>> env["device"], env["threads"] == torch.get_num_threads()
+    ('cpu', True)
+    """
+    device = torch.device(device) if device is not None else default_device()
+    cuda = device.type == "cuda"
+    return {"lock": _lock_hash(), "torch": str(torch.__version__), "device": device.type,
+            "threads": None if cuda else torch.get_num_threads(),
+            "device_name": torch.cuda.get_device_name(device) if cuda else None}
+
+
+#: The entries of :func:`training_environment` that must agree for a checkpoint to be reused.
+#: Threads are recorded but not among them: they change the weights at float32 rounding only,
+#: each epoch's history records its own, and a run may resume at another thread count.
+_ENV_KEYS = ("lock", "torch", "device")
+
+
+def _environment_change(recorded: Any, current: Mapping[str, Any]) -> str:
+    """'' when ``recorded`` (a checkpoint's environment) matches ``current``, else in words."""
+    if not isinstance(recorded, Mapping):
+        return "it records no training environment (written before environments were recorded)"
+    moved = [f"{k} {recorded.get(k)!r} -> {current.get(k)!r}" for k in _ENV_KEYS
+             if recorded.get(k) != current.get(k)]
+    return ", ".join(moved)
 
 
 def fit(
@@ -454,18 +523,26 @@ def fit(
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda step: 0.5 * (1 + math.cos(math.pi * min(step, total) / total)))
     identity = {"spec": spec.to_dict(), "config": asdict(config), "data": _data_tag(data)}
+    environment = training_environment(device)
     history: list[dict[str, float]] = []
     start_epoch = 0
     ckpt = Path(checkpoint) if checkpoint is not None else None
     if ckpt is not None:
         remove_stale_temporaries(ckpt)
-    if ckpt is not None and ckpt.exists():
-        state = _load(ckpt)
-        if state["identity"] != identity:
-            raise ValueError(
-                f"checkpoint {ckpt} belongs to another run ({state['identity']}); delete it or "
-                "use topolip.train.checkpoint_path to name checkpoints by their parameters"
-            )
+    state = _load(ckpt) if ckpt is not None and ckpt.exists() else None
+    if state is not None and state["identity"] != identity:
+        raise ValueError(
+            f"checkpoint {ckpt} belongs to another run ({state['identity']}); delete it or "
+            "use topolip.train.checkpoint_path to name checkpoints by their parameters"
+        )
+    retrained = _environment_change(state.get("environment"), environment) if state else ""
+    if retrained:  # trained elsewhere: not what this environment trains; start again
+        import warnings
+
+        warnings.warn(f"checkpoint {ckpt} was trained in another environment ({retrained}); "
+                      "retraining it", RuntimeWarning, stacklevel=2)
+        state = None
+    if state is not None:
         _load_weights(ckpt, model, state["model"])
         try:
             opt.load_state_dict(state["optimizer"])
@@ -507,7 +584,7 @@ def fit(
             _save(ckpt, {"format": FORMAT, "identity": identity, "epoch": epoch + 1,
                          "model": model.state_dict(), "optimizer": opt.state_dict(),
                          "scheduler": sched.state_dict(), "history": history,
-                         "test_accuracy": None})
+                         "test_accuracy": None, "environment": environment})
         if on_epoch_end is not None:
             on_epoch_end(epoch + 1)
     model.eval()
@@ -516,10 +593,11 @@ def fit(
         _save(ckpt, {"format": FORMAT, "identity": identity, "epoch": config.epochs,
                      "model": model.state_dict(), "optimizer": opt.state_dict(),
                      "scheduler": sched.state_dict(), "history": history,
-                     "test_accuracy": test_acc})
+                     "test_accuracy": test_acc, "environment": environment})
     return TrainResult(model=model, spec=spec, config=config, history=copy.deepcopy(history),
                        test_accuracy=test_acc, device=str(device),
-                       resumed_from_epoch=start_epoch)
+                       resumed_from_epoch=start_epoch, environment=environment,
+                       retrained=retrained)
 
 
 def load_trained(path: str | Path, *, device: torch.device | str | None = None) -> TrainResult:
@@ -551,7 +629,8 @@ def load_trained(path: str | Path, *, device: torch.device | str | None = None) 
     _load_weights(path, model, state["model"])
     model.to(device).eval()
     return TrainResult(model=model, spec=spec, config=config, history=list(state["history"]),
-                       test_accuracy=float(state["test_accuracy"]), device=str(device))
+                       test_accuracy=float(state["test_accuracy"]), device=str(device),
+                       environment=state.get("environment"))
 
 
 def spec_for(arch: str, params: Mapping[str, Any], data: ImageSplit) -> ModelSpec:

@@ -8,6 +8,7 @@ version"), and checks their md5 sums as torchvision does. It downloads only when
 from __future__ import annotations
 
 import os
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -58,7 +59,8 @@ def load_cifar10(root: str | os.PathLike, *, n_train: int, n_test: int, seed: in
         how to get the data).
     ValueError
         If ``root`` is None or empty; if the files are there but fail torchvision's md5 check
-        (incomplete or corrupted) or decode to unexpected shapes or labels; or
+        (incomplete or corrupted: the failing files are named), cannot be unpickled as CIFAR-10
+        batches (the file is named) or decode to unexpected shapes or labels; or
         ``n_train``/``n_test`` is not a positive integer within the set's size.
 
     Notes
@@ -106,10 +108,16 @@ def load_cifar10(root: str | os.PathLike, *, n_train: int, n_test: int, seed: in
     except RuntimeError as err:  # torchvision: "Dataset not found or corrupted"
         expected = [f for f, _ in CIFAR10.train_list + CIFAR10.test_list]
         missing = [f for f in [*expected, CIFAR10.meta["filename"]] if not (folder / f).is_file()]
-        detail = f"missing {missing}" if missing else "a file fails torchvision's md5 check"
+        detail = f"missing {missing}" if missing else _failing_md5(folder)
         raise ValueError(
             f"CIFAR-10 under {folder} is incomplete or corrupted ({detail}); delete the folder "
             f"and extract {_URL} again, or pass download=True where a network exists"
+        ) from err
+    except (pickle.UnpicklingError, EOFError, KeyError, TypeError, ValueError, AttributeError,
+            IndexError, ImportError, UnicodeDecodeError) as err:  # a file that is no batch
+        raise ValueError(
+            f"CIFAR-10 file {_unreadable(folder) or folder} cannot be read as a CIFAR-10 "
+            f"batch ({type(err).__name__}: {err}); delete the folder and extract {_URL} again"
         ) from err
     for part, ds in (("train", train), ("test", test)):
         data, targets = np.asarray(ds.data), np.asarray(ds.targets)
@@ -125,6 +133,40 @@ def load_cifar10(root: str | os.PathLike, *, n_train: int, n_test: int, seed: in
     x_test, y_test = _draw(test, n_test, seed, "test")
     return ImageSplit(name="cifar10", x_train=x_train, y_train=y_train, x_test=x_test,
                       y_test=y_test)
+
+
+def _failing_md5(folder: Path) -> str:
+    """Which files of ``folder`` fail torchvision's md5 check, in words."""
+    from torchvision.datasets import CIFAR10
+    from torchvision.datasets.utils import check_integrity
+
+    files = [*CIFAR10.train_list, *CIFAR10.test_list,
+             [CIFAR10.meta["filename"], CIFAR10.meta["md5"]]]
+    bad = [f"{folder / name} ({(folder / name).stat().st_size} bytes)" for name, md5 in files
+           if not check_integrity(str(folder / name), md5)]
+    if not bad:
+        return "a file fails torchvision's md5 check"
+    return (f"{', '.join(bad)} fail{'s' if len(bad) == 1 else ''} torchvision's md5 check: "
+            "truncated or altered")
+
+
+def _unreadable(folder: Path) -> Path | None:
+    """The first CIFAR-10 file of ``folder`` that does not unpickle to a batch or meta dict."""
+    from torchvision.datasets import CIFAR10
+
+    names = [n for n, _ in [*CIFAR10.train_list, *CIFAR10.test_list]]
+    for name in [*names, CIFAR10.meta["filename"]]:
+        path = folder / name
+        try:
+            with open(path, "rb") as f:
+                entry = pickle.load(f, encoding="latin1")
+            keys = ("data", "labels") if name in names else (CIFAR10.meta["key"],)
+            if not isinstance(entry, dict) or not all(
+                    k in entry or (k == "labels" and "fine_labels" in entry) for k in keys):
+                return path
+        except Exception:
+            return path
+    return None
 
 
 def _draw(dataset, n: int, seed: int, part: str) -> tuple[torch.Tensor, torch.Tensor]:

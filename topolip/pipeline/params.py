@@ -589,6 +589,8 @@ SCHEMA: dict[str, Param] = {p.name: p for p in (
        "process) or a Dask scheduler address tcp://host:8786", "local"),
     _P("n_workers", _Optional(_Int(1)), "worker processes of the local cluster, one torch "
        "thread each (null: the machine's cores; on a GPU machine they share the GPU)", None),
+    _P("scheduler_timeout", _Float(0.0, lo_open=True), "seconds to reach a scheduler given by "
+       "its address before the run fails naming it (read by topolip run, not a notebook)", 20.0),
     # TopoLip
     _P("n_points", _Int(2), "test images per point cloud (<= n_test)"),
     _P("degrees", _List(_Int(0)), "homological degrees of the diagrams"),
