@@ -949,6 +949,7 @@ def _sentence(r: Mapping, mde: Mapping | None = None) -> str:
     """One row's finding in words, no stronger than its verdict."""
     pct = f"{100 * r['coverage']:.3g}%" if math.isfinite(r.get("coverage", math.nan)) else ""
     where = kind_label(r["group"])
+    under = "on" if r["group"] in _OOD_GROUPS else "under"
     att, conv = (arch_label(a) for a in r["comparison"].split(" vs ")) \
         if " vs " in r["comparison"] else ("", "")
     decisive = r["verdict"] in _DECISIVE
@@ -961,13 +962,16 @@ def _sentence(r: Mapping, mde: Mapping | None = None) -> str:
     if r["comparison"].startswith("Kendall"):
         level = "of the architecture means" if "architecture means" in r["comparison"] else \
             "within architectures"
-        direction = ("a lower TopoLip goes with a smaller " if r["effect"] > 0
-                     else "a lower TopoLip goes with a larger ") + what
+        response = r["comparison"].rpartition(", ")[2]
+        said = {"accuracy_drop": "accuracy drop", "relative_drop": "relative accuracy drop"}
+        direction = ("A lower TopoLip goes with a smaller " if r["effect"] > 0
+                     else "A lower TopoLip goes with a larger ") + said.get(
+                         response, response.replace("_", " "))
         body = f"Kendall τ {level} ({where}) is {_fmt(r['effect'], '{:.2f}')}, {p}"
         return (f"{direction}: {body}." if decisive else
                 f"No decisive association: {body} ({r['verdict']}).")
     if r["scale"] == "log":
-        body = (f"under {where} the {att}'s {what} is {_fmt(r['ratio'], '{:.2f}')}× the "
+        body = (f"{under} {where} the {att}'s {what} is {_fmt(r['ratio'], '{:.2f}')}× the "
                 f"{conv}'s ({pct} interval {_fmt(r['ratio_low'], '{:.2f}')}–"
                 f"{_fmt(r['ratio_high'], '{:.2f}')}, {p}{extra})")
         if decisive:
@@ -981,12 +985,13 @@ def _sentence(r: Mapping, mde: Mapping | None = None) -> str:
                 f"{kind_label(weak)} ({pct} interval {_fmt(r['low'], '{:+.3f}')} to "
                 f"{_fmt(r['high'], '{:+.3f}')}, {p}{extra})")
         if decisive:
-            return ("Attention's advantage is larger against the weak attack: " if
-                    r["effect"] < 0 else "Attention's advantage grows with attack strength: ") \
-                + body + "."
+            return ((f"The {att} stands better against the weak attack than against the "
+                     "strong one, as the rival claim predicts: ") if r["effect"] < 0 else
+                    (f"The {att} stands worse against the weak attack than against the strong "
+                     "one, the opposite of what the rival claim predicts: ")) + body + "."
         return f"No decisive change with attack strength: {body}, {r['verdict']}."
     higher_better = r["measure"] == "auroc"
-    body = (f"under {where} the {att}'s {what} minus the {conv}'s is "
+    body = (f"{under} {where} the {att}'s {what} minus the {conv}'s is "
             f"{_fmt(r['effect'], '{:+.3f}')} ({pct} interval {_fmt(r['low'], '{:+.3f}')} to "
             f"{_fmt(r['high'], '{:+.3f}')}, {p}{extra})")
     if decisive:
@@ -994,6 +999,10 @@ def _sentence(r: Mapping, mde: Mapping | None = None) -> str:
         word = "separates OOD data better" if higher_better else "is more robust"
         return f"The {better} {word}: {body}."
     return f"No decisive difference: {body}, {r['verdict']}."
+
+
+#: Groups that are out-of-distribution sets (a sentence says "on", not "under", them).
+_OOD_GROUPS = frozenset({"digits", "inverted_mnist", "photo_patches"})
 
 
 def findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
