@@ -232,7 +232,7 @@ show_parameters(params)
 # ## Every bound against its estimate, on random layers
 #
 # Random layers of every supported kind (PyTorch's default initialisation; BatchNorm statistics
-# drawn at random), random Gaussian inputs, `theory_samples` of them. The ratio bound/estimate
+# drawn at random), random Gaussian inputs, {glue:text}`theory-samples` of them. The ratio bound/estimate
 # measures how loose each bound is at these inputs (1 = tight).
 
 # %% tags=["hide-input"]
@@ -244,6 +244,8 @@ random_table = bound_check(layers, n_iter=theory_n_iter, seed=theory_seed)
 _ = write_table(random_table, tables / "theory_layers.csv", params)
 tight = random_table[random_table["bound / estimate"] < 1.01]
 glue_number("theory-n-layers", len(random_table), "{:d}")
+glue_number("theory-samples", theory_samples, "{:d}")
+glue_number("theory-seed", theory_seed, "{:d}")
 glue_number("theory-n-tight", len(tight), "{:d}")
 loosest = random_table.loc[random_table["bound / estimate"].idxmax()]
 glue_number("theory-loosest-layer", loosest["layer"], "{}")
@@ -299,7 +301,7 @@ _ = glue_number("theory-width", token_dim, "{:d}")
 # The local Lipschitz bound of one random multi-head attention layer (solid) and the largest
 # Jacobian norm at random inputs, its estimate (dashed): (a) against the sequence length $n$,
 # one colour per token radius $R$, with a $\sqrt n$ guide (dotted); (b) against $R$; (c) against
-# the width $D$. Random layers (PyTorch's default initialisation), seed `theory_seed`; no data
+# the width $D$. Random layers (PyTorch's default initialisation), seed {glue:text}`theory-seed`; no data
 # set involved. {glue:md}`fig-theory-attention-provenance`
 # ```
 #
@@ -347,7 +349,7 @@ _ = publish_figure(plot_conv_scaling(saved), "fig-theory-conv", results_dir=resu
 # Bounds on the operator norm of one random `Conv2d` (stride 1, "same" zero padding) against
 # the kernel size, the number of channels and the input side: the certified bound (Cholesky
 # test), the circular-embedding bound, the patch-counting bound, and the estimate (power
-# iteration). Random layers, seed `theory_seed`; no data set involved.
+# iteration). Random layers, seed {glue:text}`theory-seed`; no data set involved.
 # {glue:md}`fig-theory-conv-provenance`
 # ```
 #

@@ -111,6 +111,8 @@ glue_number("bounds-max-slack", slack.max())
 glue_number("bounds-min-slack", slack.min())
 glue_number("bounds-median-slack", slack.median())
 glue_number("bounds-n-layers", len(slack), "{:d}")
+glue_number("bounds-estimate-samples", estimate_samples, "{:d}")
+glue_number("bounds-estimate-iter", estimate_n_iter, "{:d}")
 growth = chain_growth(joined)
 glue_number("bounds-chain-loosest-arch", arch_label(growth["slack"].idxmax()), "{}")
 glue_number("bounds-chain-loosest", growth["slack"].max())
@@ -146,8 +148,9 @@ _ = glue_number("bounds-chain-tightest", growth["slack"].min())
 #
 # The largest and median ratio bound / estimate per kind of segment over the trained models
 # (1: tight), at the clean activations (margin 0, so for LayerNorm and attention these are
-# pointwise Jacobian bounds). The estimate is the largest Jacobian norm at `estimate_samples`
-# clean test images, a lower bound on the local constant, so a ratio mixes the looseness of the
+# pointwise Jacobian bounds). The estimate is the largest Jacobian norm at
+# {glue:text}`bounds-estimate-samples` clean test images ({glue:text}`bounds-estimate-iter` power
+# iterations), a lower bound on the local constant, so a ratio mixes the looseness of the
 # bound with the gap between the worst case and the inputs seen.
 
 # %% tags=["remove-input"]

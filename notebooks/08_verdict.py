@@ -127,20 +127,22 @@ prim["effect (95% interval)"] = [
     for s, r, lo, hi, e, elo, ehi in zip(prim["scale"], prim["ratio"], prim["ratio_low"],
                                          prim["ratio_high"], prim["effect"], prim["low"],
                                          prim["high"], strict=True)]
-show_table(prim[["claim", "comparison", "measure", "effect (95% interval)", "p_adjusted",
-                 "n_pairs", "n_excluded", "verdict", "text", "power_at_target"]],
-           columns={"claim": "claim", "comparison": "comparison", "measure": "measure",
+show_table(prim[["claim", "comparison", "effect (95% interval)", "p_adjusted", "n_pairs",
+                 "n_excluded", "verdict", "text", "power_at_target"]],
+           columns={"claim": "claim", "comparison": "comparison",
                     "effect (95% interval)": "effect (95% interval)", "p_adjusted": "p",
-                    "n_pairs": "seed pairs", "n_excluded": "dropped (noise floor)",
-                    "verdict": "verdict", "text": "detectable with 80% power",
-                    "power_at_target": "power at 1.5× / 0.10"}, digits=3,
+                    "n_pairs": "pairs", "n_excluded": "dropped", "verdict": "verdict",
+                    "text": "detectable (80% power)", "power_at_target": "power at target"},
+           digits=3,
            caption="The one primary comparison of each claim, tested alone at alpha. Effect: "
                    "the ratio attention / convolution for TopoLip (log-scale paired t), the "
                    "difference attention − convolution otherwise (a Kendall τ for the "
-                   "association). Detectable: the minimum detectable effect of this design at "
-                   "80% power (noncentral t, from the run's own per-seed differences); last "
-                   "column: the power for a 1.5× TopoLip ratio, a 0.10 accuracy-drop or a "
-                   "0.05 AUROC difference.")
+                   "association). Pairs: seed pairs used; dropped: pairs left out because a "
+                   "model's input displacement lies within the noise floor (the association "
+                   "counts model-kind values). Detectable: the minimum detectable effect of "
+                   "this design at 80% power (noncentral t, from the run's own per-seed "
+                   "differences); power at target: the power for a 1.5× TopoLip ratio, a 0.10 "
+                   "accuracy-drop or a 0.05 AUROC difference.")
 
 # %% [markdown]
 # ## What this run shows

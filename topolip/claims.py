@@ -1102,13 +1102,15 @@ def findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
                  f"support{'s' if n_sup == 1 else ''} a claim and {n_con} "
                  f"contradict{'s' if n_con == 1 else ''} one.")
     if sentences:
-        shows.append("Decisive findings: " + " ".join(sentences))
+        shows.append("Decisive findings (primaries first):\n\n"
+                     + "\n".join(f"- {x}" for x in sentences))
     else:
         shows.append("No comparison is decisive: the run cannot tell the architectures apart "
                      "at the effects it can detect.")
     if near_list:
         shows.append(f"Near the threshold ({near[0]:g}·α to {near[1]:g}·α; a seed or a "
-                     "Monte-Carlo draw could move these): " + "; ".join(near_list) + ".")
+                     "Monte-Carlo draw could move these):\n\n"
+                     + "\n".join(f"- {x}" for x in near_list))
     return {"n_families": n_fam, "n_tests": len(tested),
             "n_primary": int((tested["role"] == "primary").sum()), "error_bound": bound,
             "n_decisive": len(decisive),

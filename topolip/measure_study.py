@@ -841,10 +841,14 @@ def findings(study: pd.DataFrame, *, alpha: float = 0.05, reference: str = REFER
     n_b, n_w = int(counts.get("TopoLip better", 0)), int(counts.get("TopoLip worse", 0))
     n_cmp = int(base["comparison"].isin(["TopoLip better", "TopoLip worse",
                                           "no difference shown"]).sum())
-    verdict = ("is significantly better than " + names("TopoLip better") if n_b else
-               "is significantly better than none") + \
-        (" and significantly worse than " + names("TopoLip worse") if n_w else
-         " and significantly worse than none")
+    if n_b or n_w:
+        verdict = " and ".join(
+            part for part in (
+                "is significantly better than " + names("TopoLip better") if n_b else "",
+                "is significantly worse than " + names("TopoLip worse") if n_w else "")
+            if part)
+    else:
+        verdict = "is neither significantly better nor significantly worse than any of them"
     sentence = (
         f"Within architectures, TopoLip ranks {rank} measures by Kendall τ with the accuracy "
         f"drop (τ = {r['tau_within']:+.2f}, seed-permutation p {_fmt_p(r['p_within'])}: "
