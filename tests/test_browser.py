@@ -251,7 +251,7 @@ return {entries: Array.from(document.querySelectorAll(".citation[id], div.citati
           .map(a => decodeURIComponent(a.hash.slice(1)))};
 """
 
-ERROR_TEXT = re.compile(r"\bTraceback\b|\b[A-Z]\w*Error\b")
+ERROR_TEXT = re.compile(r"\bTraceback\b|\b[A-Z]\w*Error\b|\b[A-Z]\w*Warning\b")
 
 
 def _anchor_exists(page: Path, fragment: str) -> bool:

@@ -35,6 +35,7 @@ import os
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -435,8 +436,13 @@ class TaskRunner:
             # A task that returns the object, rather than client.scatter: Dask forgets
             # scattered data (and cancels the tasks needing it, "already forgotten") when a
             # worker holding it dies mid-task; a task's result it can compute again.
-            future = self.client.submit(_identity, obj, pure=False,
-                                        key=f"topolip-data-{os.urandom(4).hex()}")
+            with warnings.catch_warnings():
+                # the object travels in the graph on purpose (a task result Dask can compute
+                # again); Dask's advice to load large data otherwise does not apply
+                warnings.filterwarnings("ignore", message="Sending large graph",
+                                        category=UserWarning)
+                future = self.client.submit(_identity, obj, pure=False,
+                                            key=f"topolip-data-{os.urandom(4).hex()}")
             self.client.replicate([future])  # every worker holds it (sent once each)
             self._shared[id(obj)] = (obj, future)
         return self._shared[id(obj)][1]
