@@ -642,7 +642,7 @@ def higher_ood_auroc(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[V
 
 
 def _within_architecture(summary: pd.DataFrame, measure: str, response: str, *,
-                         n_resamples: int, seed: int) -> pd.DataFrame:
+                         n_resamples: int, seed: int, exact_seeds: int) -> pd.DataFrame:
     """The measure study's within-architecture τ of ``measure`` with ``response`` per kind and
     over kinds (``perturbation == "all"``), its seed-relabelling p-value (exact up to
     :data:`topolip.measure_study.EXACT_SEEDS` seeds); NaN measures are left out."""
@@ -653,7 +653,8 @@ def _within_architecture(summary: pd.DataFrame, measure: str, response: str, *,
                         "excluded": summary[measure].isna().to_numpy(),
                         measure: summary[measure], response: summary[response]})
     study, _ = measure_study.measure_study(pop, reference=measure, response=response,
-                                           n_resamples=n_resamples, seed=seed)
+                                           n_resamples=n_resamples, seed=seed,
+                                           exact_seeds=exact_seeds)
     study = study[study["measure"] == measure]
     return study.assign(exact=study["p_mc_se"].eq(0.0))
 
@@ -661,7 +662,7 @@ def _within_architecture(summary: pd.DataFrame, measure: str, response: str, *,
 def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_free",
                      responses: tuple[str, ...] = ("accuracy_drop", "relative_drop"),
                      flag_column: str | None = FLAG_COLUMN, n_resamples: int = 9999,
-                     seed: int = 0) -> pd.DataFrame:
+                     seed: int = 0, exact_seeds: int = 8) -> pd.DataFrame:
     """Does a lower model TopoLip go with a smaller accuracy drop? Kendall τ within
     architectures, one permutation shared by every kind; the architecture-level τ beside it.
 
@@ -705,6 +706,9 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
         Monte-Carlo standard error of each p-value is ``mc_se``.
     seed : int, default=0
         Seed of the permutations.
+    exact_seeds : int, default=8
+        Up to this many seeds every relabelling is enumerated
+        (:data:`topolip.measure_study.EXACT_SEEDS`); a simulation may lower it.
 
     Returns
     -------
@@ -762,7 +766,8 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
         # the within-architecture statistic and its seed-relabelling test are the measure
         # study's own (one test, one number in chapters 04, 08 and 09)
         within = _within_architecture(s, measure, response, n_resamples=n_resamples,
-                                      seed=seed).set_index("perturbation")
+                                      seed=seed, exact_seeds=exact_seeds
+                                      ).set_index("perturbation")
         exact = bool(within["exact"].iloc[0])
         n_perm = int(within["n_permutations"].iloc[0])
         common = dict(response=response, partial=False, n_arch=len(archs),

@@ -495,10 +495,11 @@ def granulated_taus(sweep: pd.DataFrame, measure: str, response: str = "accuracy
 # --------------------------------------------------------------------------- the study
 
 
-def _seed_permutations(n: int, n_resamples: int, seed: int) -> tuple[np.ndarray, bool]:
-    """Every permutation of ``n`` seeds when ``n <= EXACT_SEEDS`` (exact test), else
+def _seed_permutations(n: int, n_resamples: int, seed: int,
+                       exact_seeds: int = EXACT_SEEDS) -> tuple[np.ndarray, bool]:
+    """Every permutation of ``n`` seeds when ``n <= exact_seeds`` (exact test), else
     ``n_resamples`` random ones; and whether the set is exact."""
-    if n <= EXACT_SEEDS:
+    if n <= exact_seeds:
         return np.array(list(itertools.permutations(range(n))), dtype=int).reshape(-1, n), True
     rng = np.random.default_rng(seed)
     return np.argsort(rng.random((n_resamples, n)), axis=1), False
@@ -516,7 +517,8 @@ def _oriented(table: pd.DataFrame, measures) -> pd.DataFrame:
 
 def measure_study(population: pd.DataFrame, *, reference: str = REFERENCE,
                   response: str = "accuracy_drop", alpha: float = 0.05,
-                  n_resamples: int = 2000, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+                  n_resamples: int = 2000, seed: int = 0,
+                  exact_seeds: int = EXACT_SEEDS) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Within-architecture Kendall τ of every measure with the drop, and TopoLip against each.
 
     Parameters
@@ -537,6 +539,9 @@ def measure_study(population: pd.DataFrame, *, reference: str = REFERENCE,
         p-value, ``sqrt(p(1-p)/n_resamples)``, is reported as ``p_mc_se``.
     seed : int, default=0
         Seed of the permutations (one set, shared by every measure and kind).
+    exact_seeds : int, default=EXACT_SEEDS
+        Up to this many seeds every permutation is enumerated (a simulation may lower it to
+        use ``n_resamples`` random ones instead).
 
     Returns
     -------
@@ -598,7 +603,7 @@ def measure_study(population: pd.DataFrame, *, reference: str = REFERENCE,
     kinds = list(dict.fromkeys(chain["perturbation"]))
     seeds = sorted(chain["seed"].unique())
     archs = sorted(chain["arch"].unique())
-    perms, exact = _seed_permutations(len(seeds), n_resamples, seed)
+    perms, exact = _seed_permutations(len(seeds), n_resamples, seed, exact_seeds)
     n_perm = len(perms)
     cols = [m.column for m in present]
 
