@@ -87,10 +87,6 @@ history = pd.DataFrame(histories)
 _ = write_table(models, Path(results_dir) / "tables" / "models.csv", params)
 _ = write_table(history, Path(results_dir) / "tables" / "training.csv", params)
 capacity = capacity_table(models, FAMILY_PAIRS)
-unmatched = capacity[~capacity["matched"]]
-assert unmatched.empty, (
-    "the compared architectures must be matched in parameters within "
-    f"{MATCH_TOLERANCE:.0%}: {unmatched[['attention', 'convolution', 'parameter_ratio']].to_dict('records')}")
 
 # %% tags=["hide-input"]
 profile_note = f"{data.name}, {n_train} training images, device {device.type}"
@@ -112,6 +108,14 @@ glue_number("acc-worst-arch", ARCH_LABELS.get(worst, worst), "{}")
 glue_number("acc-worst", acc["mean"].min(), "{:.3f}")
 glue_number("acc-spread", acc["mean"].max() - acc["mean"].min(), "{:.3f}")
 glue_number("match-tolerance", 100 * MATCH_TOLERANCE, "{:.0f}%")
+unmatched = capacity[~capacity["matched"]]
+glue_number("match-verdict", "both compared pairs are matched" if unmatched.empty else (
+    "NOT matched in this run: " + "; ".join(
+        f"{ARCH_LABELS.get(r.attention, r.attention)} against "
+        f"{ARCH_LABELS.get(r.convolution, r.convolution)}, ratio {r.parameter_ratio:.2f}"
+        for r in unmatched.itertuples())
+    + ", so the comparisons of that pair confound the architecture with its size (the "
+    "profiles are matched; a parameter override can undo it)"), "{}")
 for r in capacity.itertuples():
     key = f"{r.attention}-{r.convolution}".replace("_", "-")
     glue_number(f"params-ratio-{key}", r.parameter_ratio, "{:.2f}")
@@ -144,10 +148,11 @@ _ = glue_number("train-seconds", models["train_seconds"].sum(), "{:.0f}")
 #
 # **Matched in size.** An architecture comparison is only about attention and convolution if
 # the two sides have about the same capacity, so each compared pair is matched in parameters
-# within {glue:text}`match-tolerance` (this notebook stops otherwise): the ViT has
-# {glue:text}`params-vit-resnet` weights of the ResNet (ratio
-# {glue:text}`params-ratio-vit-resnet`), the attention stack
-# {glue:text}`params-attention-stack-conv-stack` of the convolution stack (ratio
+# within {glue:text}`match-tolerance` in both profiles (`tests/test_capacity.py` checks them);
+# in this run {glue:text}`match-verdict`. Weights, attention side against convolution side:
+# ViT against ResNet {glue:text}`params-vit-resnet` (ratio
+# {glue:text}`params-ratio-vit-resnet`), attention stack against convolution stack
+# {glue:text}`params-attention-stack-conv-stack` (ratio
 # {glue:text}`params-ratio-attention-stack-conv-stack`). Their cost per image is not matched:
 # a convolution reuses its weights at every pixel, so the ViT needs
 # {glue:text}`flops-ratio-vit-resnet` times the ResNet's floating-point operations per image
