@@ -3,7 +3,7 @@ simulated books in the chain's table layout: four architectures that differ at t
 architecture level, models shared across kinds, one OOD image set shared by every seed).
 
 Binomial allowance: with ``N`` simulated books a family whose true decisive rate is 5% shows
-more than ``binom.ppf(0.99, N, 0.05) / N`` (9.0% for N = 200, 6.7% for N = 1000) in at most
+more than ``binom.ppf(0.99, N, 0.05) / N`` (9.0% for N = 200, 8.0% for N = 300) in at most
 1% of runs, so a rate above that bound is evidence (one-sided binomial test at 1%) that the
 family decides more often than alpha. The power checks use the smallest rate a true power of
 80% (90%) would fall below in at most 1% of runs, at the number of books used.
@@ -108,9 +108,10 @@ def test_power_table_gives_the_mde_of_each_primary_from_the_runs_differences():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("n_seeds", [3, 5, 8])
+@pytest.mark.parametrize("n_seeds", [3, 8])
 def test_null_calibration_at_other_seed_counts(n_seeds):
-    n = 1000
+    # the quick profile's 5 seeds are the fast test above; 300 books: allowance 8.0%
+    n = 300
     r = calibrate(n, n_seeds=n_seeds, seed=50_000 + n_seeds)
     assert (r["rate"] <= allowance(n)).all(), r[r["rate"] > allowance(n)]
 
