@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from test_book_html import check_book_html
 
+from topolip.calibration import power_table
 from topolip.claims import findings
 from topolip.measure_study import findings as measure_findings
 from topolip.pipeline import (
@@ -120,7 +121,8 @@ def test_chain_and_book(tmp_path):
     # (a notebook computing its sentences itself would drift from them)
     glued = {name: glue_values(nbformat.read(root / f"book/notebooks/{name}.ipynb", 4))
              for name in ("01_train", "08_verdict", "09_measures")}
-    found = findings(read_table(tables / "verdicts.csv"))
+    verdicts = read_table(tables / "verdicts.csv")
+    found = findings(verdicts, power_table(verdicts))
     for claim, sentence in found["primary"].items():
         assert glued["08_verdict"][f"primary-{claim}"] == sentence, claim
     assert glued["08_verdict"]["headline-n-decisive"] == str(found["n_decisive"])
