@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["DEFAULT_SCHEDULER_TIMEOUT", "Task", "TaskError", "TaskRunner", "check_scheduler",
-           "connect_scheduler", "local_cluster", "map_models", "run_tasks", "train_models"]
+           "connect_scheduler", "local_cluster", "map_models", "probe_scheduler", "run_tasks",
+           "train_models"]
 
 #: Seconds to reach a scheduler given by its address before giving up (the ``scheduler_timeout``
 #: parameter; ``topolip run`` passes it to the notebooks in ``TOPOLIP_SCHEDULER_TIMEOUT``).
@@ -62,9 +63,30 @@ def _timeout(timeout: float | None) -> float:
     return float(timeout)
 
 
-def _probe(address: str, timeout: float) -> None:
+def probe_scheduler(address: str, timeout: float) -> None:
     """Open (and close) a TCP connection to a ``tcp://host:port`` scheduler within ``timeout``
-    seconds; raise RuntimeError naming the address when it cannot be reached."""
+    seconds.
+
+    Parameters
+    ----------
+    address : str
+        A Dask scheduler address; protocols other than ``tcp://`` and ``tls://`` are left to
+        Dask (nothing is probed).
+    timeout : float
+        Seconds (the ``scheduler_timeout`` parameter).
+
+    Raises
+    ------
+    ValueError
+        If a ``tcp://`` address has no host or port.
+    RuntimeError
+        Naming the address and the timeout, when it cannot be reached in time.
+
+    Examples
+    --------
+    >>> probe_scheduler("inproc://local", 1.0) is None
+    True
+    """
     import socket
     from urllib.parse import urlsplit
 
@@ -128,7 +150,7 @@ def connect_scheduler(address: str, *, timeout: float | None = None):
 
     timeout = _timeout(timeout)
     t0 = time.monotonic()
-    _probe(address, timeout)
+    probe_scheduler(address, timeout)
     box: dict[str, Any] = {}
 
     def connect() -> None:  # Dask's handshake can wait forever on a peer that never answers

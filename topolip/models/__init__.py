@@ -13,14 +13,16 @@ from collections.abc import Callable
 
 from torch import nn
 
+from .capacity import MATCH_TOLERANCE, capacity_table, count_parameters, flops_per_image
 from .plain import attention_stack, conv_stack
 from .probes import collect_activations, forward_probes, probe_labels
 from .resnet import SmallResNet, resnet
 from .vit import SmallViT, ViTEmbedding, vit
 
 __all__ = [
-    "ARCHITECTURES", "SmallResNet", "SmallViT", "ViTEmbedding", "attention_stack", "build_model",
-    "check_arch", "collect_activations", "conv_stack", "forward_probes", "probe_labels",
+    "ARCHITECTURES", "MATCH_TOLERANCE", "SmallResNet", "SmallViT", "ViTEmbedding",
+    "attention_stack", "build_model", "capacity_table", "check_arch", "collect_activations",
+    "conv_stack", "count_parameters", "flops_per_image", "forward_probes", "probe_labels",
     "resnet", "vit",
 ]
 

@@ -43,10 +43,13 @@ from .params import (
 from .pdf import build_pdf, pdf_name, print_page
 from .provenance import library_fingerprint, provenance, read_table, write_table
 from .runner import (
+    ChainInterrupted,
     DependencyError,
     NotebookDeps,
     NotebookFailed,
     NotebookRun,
+    OutputsMissing,
+    ResultsInUse,
     chain,
     check_parameters,
     load_dependencies,
@@ -65,4 +68,6 @@ __all__ = [
     "ResultsDiff", "VerdictChange", "build_pdf", "diff_results", "figure_bibtex", "figure_links",
     "format_diff", "glue_values", "pdf_name", "print_page", "publish_results", "site_url",
     "tidy_page",
+    # faults (issue 21): interrupts, missing outputs, a results folder in use
+    "ChainInterrupted", "OutputsMissing", "ResultsInUse",
 ]

@@ -674,9 +674,9 @@ class _SharedCluster:
     def check(self, address: str) -> None:
         """Raise RuntimeError naming ``address`` if it does not answer within the timeout."""
         if address not in self._reached:
-            from ..tasks import _probe
+            from ..tasks import probe_scheduler
 
-            _probe(address, self.timeout)
+            probe_scheduler(address, self.timeout)
             self._reached.add(address)
 
     def close(self) -> None:
