@@ -547,8 +547,9 @@ def tidy_page(text: str) -> str:
 
     A ``<script>`` line of the head repeated verbatim is dropped (sphinx-thebe's set-up script is
     included twice under sphinx-book-theme; the copy throws ``Identifier 'THEBE_JS_URL' has
-    already been declared``), and the bibliography's ``role="list"``, whose entries are not
-    list items, is removed (axe: aria-required-children).
+    already been declared``), the bibliography's ``role="list"``, whose entries are not
+    list items, is removed (axe: aria-required-children), and the tables' boxes, which scroll
+    sideways, are made focusable (axe: scrollable-region-focusable).
 
     >>> tidy_page("<head>\\n<script>const A = 1;</script>\\n<script>const A = 1;</script>\\n"
     ...           "</head>").count("const A")
@@ -563,6 +564,11 @@ def tidy_page(text: str) -> str:
             seen.add(line.strip())
         lines.append(line)
     body = body.replace('<div role="list" class="citation-list">', '<div class="citation-list">')
+    # a cell output whose wide table scrolls sideways must be reachable by keyboard
+    # (axe: scrollable-region-focusable)
+    body = body.replace('<div class="topolip-table" style="overflow-x:auto;max-width:100%">',
+                        '<div class="topolip-table" style="overflow-x:auto;max-width:100%" '
+                        'tabindex="0">')
     # the search button shows "Search Ctrl+K": named by that text, not aria-label="Search"
     body = re.sub(r'(<button class="[^"]*search-button__button[^"]*"[^>]*?) aria-label="Search"',
                   r"\1", body)
