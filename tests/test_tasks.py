@@ -159,5 +159,19 @@ def test_the_chain_cluster_runs_in_the_given_directory_with_one_thread(tmp_path)
         assert set(client.run(os.getcwd).values()) == {str(tmp_path.resolve())}
         threads = client.run(lambda: __import__("torch").get_num_threads())
         assert set(threads.values()) == {1} and len(threads) == 2
+        # a worker whose heartbeat fails while the chain stops logs nothing a user reads;
+        # its other errors still pass
+        kept = client.run(_worker_keeps, "Failed to communicate with scheduler during heartbeat.")
+        assert set(kept.values()) == {False}
+        assert set(client.run(_worker_keeps, "Compute Failed").values()) == {True}
     with pytest.raises(ValueError, match="n_workers"):
         local_cluster(0)
+
+
+def _worker_keeps(message: str) -> bool:
+    """Whether the worker's ``distributed.worker`` logger lets an ERROR record through."""
+    import logging
+
+    record = logging.LogRecord("distributed.worker", logging.ERROR, __file__, 0, message,
+                               None, None)
+    return bool(logging.getLogger("distributed.worker").filter(record))

@@ -270,6 +270,33 @@ class _IgnoreInterrupt:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+class _HeartbeatFilter(logging.Filter):
+    """Drops a worker's "Failed to communicate with scheduler during heartbeat" record.
+
+    When the chain stops (Ctrl-C, SIGTERM, the end of a run) the scheduler can close while a
+    worker's heartbeat is in flight; the worker then logs that error with a traceback, which
+    would be the one line of stderr a user reads. A scheduler that really dies mid-run is
+    reported by the runner instead, naming each lost model.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Failed to communicate with scheduler during")
+
+
+class _QuietHeartbeat:
+    """A Dask worker plugin: installs :class:`_HeartbeatFilter` on the worker's logger."""
+
+    def setup(self, *_args, **_kwargs) -> None:
+        _install_heartbeat_filter()
+
+
+def _install_heartbeat_filter() -> None:
+    """Install :class:`_HeartbeatFilter` on ``distributed.worker``'s logger (idempotent)."""
+    logger = logging.getLogger("distributed.worker")
+    if not any(isinstance(f, _HeartbeatFilter) for f in logger.filters):
+        logger.addFilter(_HeartbeatFilter())
+
+
 def local_cluster(n_workers: int | None = None, *, cwd: str | Path | None = None):
     """A :class:`distributed.LocalCluster` for the chain: ``n_workers`` processes (default the
     cores), one thread each, torch and BLAS at one thread in every worker (a dashboard, if
@@ -328,6 +355,8 @@ def local_cluster(n_workers: int | None = None, *, cwd: str | Path | None = None
         # than each printing a KeyboardInterrupt traceback (restarted workers too).
         client.register_plugin(type("IgnoreInterrupt", (_IgnoreInterrupt, WorkerPlugin),
                                     {"name": "topolip-ignore-interrupt"})())
+        client.register_plugin(type("QuietHeartbeat", (_QuietHeartbeat, WorkerPlugin),
+                                    {"name": "topolip-quiet-heartbeat"})())
         if cwd is not None:
             plugin = type("WorkingDirectory", (_WorkingDirectory, WorkerPlugin), {})
             client.register_plugin(plugin(str(Path(cwd).resolve())))
