@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from scipy.stats import spearmanr
 from torch import nn
 
 from topolip.bound_tables import LOCAL, bounds_vs_measured
@@ -20,7 +19,6 @@ from topolip.data import ImageSplit, load_mnist
 from topolip.experiments import (
     measure_bounds,
     measure_model,
-    measure_topolip,
     model_summaries,
     seed_batch,
 )
@@ -30,7 +28,6 @@ from topolip.figures import (
     plot_sweep,
     plot_topolip_by_layer,
     plot_topolip_vs_accuracy,
-    save_figure,
 )
 from topolip.metric import DistanceSpec, topological_displacement
 from topolip.models import collect_activations
@@ -41,9 +38,8 @@ from topolip.ood import (
     ood_auroc_resamples,
     ood_behaviour,
 )
-from topolip.robustness import max_softmax, robustness_curves, topolip_vs_accuracy
-from topolip.stats import rank_correlations
-from topolip.sweeps import run_sweep, run_sweeps, sweep_points
+from topolip.robustness import max_softmax, robustness_curves
+from topolip.sweeps import run_sweeps, sweep_points
 from topolip.train import ModelSpec, TrainConfig, accuracy, fit
 
 
@@ -244,50 +240,6 @@ def test_measure_ood_is_unpaired_with_defined_displacements(trained, data):
         measure_ood(trained, x, {})
 
 
-# --- TopoLip against accuracy ------------------------------------------------------------------
-
-def test_topolip_vs_accuracy_joins_on_strength_and_reports_gaps():
-    summary = pd.DataFrame({"arch": ["a", "a", "b"], "seed": [0, 1, 0],
-                            "perturbation": ["fgsm", "fgsm", "contrast"],
-                            "strength": [0.1, 0.1, 3], "geometric_mean": [1.0, 2.0, 3.0]})
-    curves = pd.DataFrame({"arch": ["a", "a", "a", "b", "b"], "seed": [0, 0, 1, 0, 0],
-                           "perturbation": ["fgsm", "fgsm", "fgsm", "contrast", "contrast"],
-                           "strength": [0.0, 0.1 + 1e-13, 0.1, 0.0, 3.0],
-                           "accuracy": [0.9, 0.4, 0.5, 0.8, 0.6],
-                           "accuracy_clean": [0.9, 0.9, 0.9, 0.8, 0.8],
-                           "accuracy_drop": [0.0, 0.5, 0.4, 0.0, 0.2]})
-    joined = topolip_vs_accuracy(summary, curves)
-    assert joined["accuracy_drop"].tolist() == [0.5, 0.4, 0.2]
-    assert list(joined.columns)[:5] == ["arch", "seed", "perturbation", "strength",
-                                        "geometric_mean"]
-    with pytest.raises(ValueError, match="1 summary row.*add these strengths"):
-        topolip_vs_accuracy(summary.assign(strength=[0.1, 0.2, 3]), curves)
-    with pytest.raises(ValueError, match=r"curves lacks column\(s\) \['accuracy_drop'\]"):
-        topolip_vs_accuracy(summary, curves.drop(columns="accuracy_drop"))
-
-
-def test_rank_correlations_match_scipy_per_group():
-    rng = np.random.default_rng(0)
-    t = pd.DataFrame({"g": np.repeat(["u", "v"], 10), "a": rng.normal(size=20),
-                      "b": rng.normal(size=20), "y": rng.normal(size=20)})
-    t.loc[3, "a"] = np.nan
-    c = rank_correlations(t, ["a", "b"], "y", by="g")
-    assert c["group"].tolist() == ["all", "all", "u", "u", "v", "v"]
-    ok = t["a"].notna()
-    ref = spearmanr(t.loc[ok, "a"], t.loc[ok, "y"])
-    row = c[(c["group"] == "all") & (c["measure"] == "a")].iloc[0]
-    assert row["n"] == 19 and row["rho"] == pytest.approx(ref.statistic)
-    assert row["pvalue"] == pytest.approx(ref.pvalue)
-    v = t[t["g"] == "v"]
-    assert c.iloc[5]["rho"] == pytest.approx(spearmanr(v["b"], v["y"]).statistic)
-    # undefined cases are NaN, not an error or a silent number
-    tiny = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "y": [5.0, 5.0, 5.0, 5.0]})
-    assert math.isnan(rank_correlations(tiny, ["a"], "y")["rho"].iloc[0])
-    assert math.isnan(rank_correlations(tiny.head(2), ["a"], "a")["rho"].iloc[0])
-    with pytest.raises(ValueError, match=r"lacks column\(s\) \['z'\]"):
-        rank_correlations(t, ["z"], "y")
-
-
 # --- sweeps ------------------------------------------------------------------------------------
 
 def test_sweep_reuses_checkpoints_and_trains_the_base_once(tmp_path):
@@ -297,7 +249,7 @@ def test_sweep_reuses_checkpoints_and_trains_the_base_once(tmp_path):
     base = {"channels": 2, "num_layers": 2}
     grid = {"num_layers": [1, 2], "channels": [2, 3]}
     config = TrainConfig(epochs=2, batch_size=60)
-    first = run_sweep("conv_stack", base, grid, data, config, **kwargs)
+    first = run_sweeps({"conv_stack": {"base": base, "grid": grid}}, data, config, **kwargs)
     assert len(first) == 8  # 4 points x 2 seeds
     assert first["is_base"].tolist() == [False, False, True, True, True, True, False, False]
     # the base model (num_layers=2, channels=2) is one checkpoint per seed, trained once
@@ -315,7 +267,7 @@ def test_sweep_reuses_checkpoints_and_trains_the_base_once(tmp_path):
     assert set(first["value"]) == {"1", "2", "3"}
     # a second call trains nothing and gives the same numbers
     stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "models").glob("*.pt")}
-    second = run_sweep("conv_stack", base, grid, data, config, **kwargs)
+    second = run_sweeps({"conv_stack": {"base": base, "grid": grid}}, data, config, **kwargs)
     assert (second["resumed_from_epoch"] == config.epochs).all()
     assert {p: p.stat().st_mtime_ns for p in (tmp_path / "models").glob("*.pt")} == stamps
     cols = [c for c in first.columns if c != "resumed_from_epoch"]
@@ -323,7 +275,7 @@ def test_sweep_reuses_checkpoints_and_trains_the_base_once(tmp_path):
 
 
 def test_run_sweeps_is_the_sweeps_one_after_the_other(tmp_path):
-    """One batch of tasks over several architectures gives the per-architecture rows."""
+    """One batch of tasks over several architectures gives the rows of one call each."""
     data = load_mnist(n_train=60, n_test=20, seed=0)
     kwargs = dict(x=data.x_test[:10], y=data.y_test[:10], perturbations={"gaussian_noise": 2},
                   seeds=[0], device="cpu")
@@ -332,8 +284,7 @@ def test_run_sweeps_is_the_sweeps_one_after_the_other(tmp_path):
               "attention_stack": {"base": {"num_layers": 1, "hidden_dim": 8, "num_heads": 2},
                                   "grid": {"hidden_dim": [4, 8]}}}
     together = run_sweeps(sweeps, data, config, results_dir=tmp_path / "a", **kwargs)
-    apart = pd.concat([run_sweep(arch, s["base"], s["grid"], data, config,
-                                 results_dir=tmp_path / "b", **kwargs)
+    apart = pd.concat([run_sweeps({arch: s}, data, config, results_dir=tmp_path / "b", **kwargs)
                        for arch, s in sweeps.items()], ignore_index=True)
     assert together["arch"].tolist() == ["conv_stack"] * 2 + ["attention_stack"] * 2
     same = [c for c in together.columns if c != "checkpoint"]
@@ -355,33 +306,45 @@ def test_sweep_points_check_every_point_before_training(tmp_path):
     with pytest.raises(ValueError, match="non-empty mapping"):
         sweep_points("vit", {}, {}, data)
     with pytest.raises(ValueError, match=r"hidden_dim=30 is not divisible by num_heads=4"):
-        run_sweep("vit", {"num_heads": 4}, {"num_layers": [1], "hidden_dim": [30]}, data,
-                  TrainConfig(epochs=1), results_dir=tmp_path, x=data.x_test, y=data.y_test,
-                  perturbations={"fgsm": 0.1})
+        run_sweeps({"vit": {"base": {"num_heads": 4},
+                            "grid": {"num_layers": [1], "hidden_dim": [30]}}}, data,
+                   TrainConfig(epochs=1), results_dir=tmp_path, x=data.x_test, y=data.y_test,
+                   perturbations={"fgsm": 0.1})
     assert not (tmp_path / "models").exists(), "nothing was trained before the bad point"
     with pytest.raises(ValueError, match="non-empty .kind: strength. mapping"):
-        run_sweep("vit", {}, {"num_layers": [1]}, data, TrainConfig(epochs=1),
-                  results_dir=tmp_path, x=data.x_test, y=data.y_test, perturbations={})
+        run_sweeps({"vit": {"base": {}, "grid": {"num_layers": [1]}}}, data,
+                   TrainConfig(epochs=1), results_dir=tmp_path, x=data.x_test, y=data.y_test,
+                   perturbations={})
     with pytest.raises(ValueError, match=r"unknown perturbation\(s\) \['blur'\]"):
-        run_sweep("vit", {}, {"num_layers": [1]}, data, TrainConfig(epochs=1),
-                  results_dir=tmp_path, x=data.x_test, y=data.y_test,
-                  perturbations={"fgsm": 0.1, "blur": 1})
+        run_sweeps({"vit": {"base": {}, "grid": {"num_layers": [1]}}}, data,
+                   TrainConfig(epochs=1), results_dir=tmp_path, x=data.x_test, y=data.y_test,
+                   perturbations={"fgsm": 0.1, "blur": 1})
 
 
 # --- figures -----------------------------------------------------------------------------------
 
-def test_figures_draw_from_tables_and_are_byte_stable(trained, data, tmp_path):
+def _png(fig) -> bytes:
+    """``fig`` as PNG bytes without time stamps or version strings."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120, metadata={"Software": None}, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def test_figures_draw_from_tables_and_are_byte_stable(trained, data):
     import matplotlib.pyplot as plt
 
     x, y = data.x_test[:30], data.y_test[:30]
     curves = robustness_curves(trained, x, y, {"fgsm": [0.0, 0.1], "contrast": [0, 3]})
-    topo = measure_topolip(trained, x, y, {"fgsm": 0.1, "contrast": 3}, DistanceSpec())
-    curves2, topo2 = [], []
+    m = measure_model(trained, x, y, {"fgsm": 0.1, "contrast": 3}, DistanceSpec(),
+                      baseline_measures=False)
+    curves2, topo2, summary2 = [], [], []
     for seed in (0, 1):
         curves2.append(curves.assign(arch="resnet", seed=seed))
-        topo2.append(topo.assign(arch="resnet", seed=seed))
-    curves, topo = pd.concat(curves2), pd.concat(topo2)
-    joined = topolip_vs_accuracy(model_summaries(topo), curves)
+        topo2.append(m.layers.assign(arch="resnet", seed=seed))
+        summary2.append(m.summary.assign(arch="resnet", seed=seed))
+    curves, topo, summary = pd.concat(curves2), pd.concat(topo2), pd.concat(summary2)
     ood = ood_behaviour(trained, x, y, load_ood_batches(["digits"], data, n=20)).assign(
         arch="resnet", seed=0)
     sweep = pd.DataFrame({"arch": ["vit"] * 3, "parameter": ["num_layers"] * 3,
@@ -390,16 +353,16 @@ def test_figures_draw_from_tables_and_are_byte_stable(trained, data, tmp_path):
                           "geometric_mean": [1.1, 1.2, 1.3],
                           "geometric_mean_scale_free": [0.9, 1.0, 1.1]})
     for name, draw in {"curves": lambda: plot_accuracy_curves(curves),
-                       "scatter": lambda: plot_topolip_vs_accuracy(joined),
+                       "scatter": lambda: plot_topolip_vs_accuracy(summary),
                        "sweep": lambda: plot_sweep(sweep, "vit"),
                        "ood": lambda: plot_ood_behaviour(ood),
                        "layers": lambda: plot_topolip_by_layer(topo)}.items():
-        paths = []
-        for i in range(2):
+        images = []
+        for _ in range(2):
             fig = draw()
-            paths.append(save_figure(fig, tmp_path / f"{name}{i}.png"))
+            images.append(_png(fig))
             plt.close(fig)
-        assert paths[0].read_bytes() == paths[1].read_bytes(), name
+        assert images[0] == images[1], name
     with pytest.raises(ValueError, match="no sweep rows for arch 'resnet'"):
         plot_sweep(sweep, "resnet")
     with pytest.raises(ValueError, match=r"lacks column\(s\) \['unit'\]"):

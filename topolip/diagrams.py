@@ -448,25 +448,6 @@ def check_degrees(degrees) -> tuple[int, ...]:
     return tuple(sorted(int(k) for k in degs))
 
 
-def _snap(values: np.ndarray, table: np.ndarray) -> np.ndarray:
-    """Replace ripser's float32-rounded values by the nearest exact float64 distance.
-
-    ``table`` is sorted and contains 0 and every pairwise distance. A value is
-    replaced only when the nearest entry lies within float32 rounding of it.
-    """
-    fin = np.isfinite(values)
-    if not fin.any():
-        return values
-    out = values.copy()
-    values = values[fin]
-    pos = np.clip(np.searchsorted(table, values), 1, len(table) - 1)
-    lo, hi = table[pos - 1], table[pos]
-    near = np.where(np.abs(values - lo) <= np.abs(hi - values), lo, hi)
-    tol = 4.0 * np.abs(values) * np.finfo(np.float32).eps + np.finfo(np.float64).tiny
-    out[fin] = np.where(np.abs(near - values) <= tol, near, values)
-    return out
-
-
 # Pairs whose squared distance from the Gram matrix is below this fraction of their squared
 # norms (after centring) lose more than ~1e-12 of relative accuracy to cancellation: those are
 # recomputed from their difference.
@@ -580,7 +561,7 @@ _PAIR_BLOCK_VALUES = 65_536
 
 def _snap_pairs(values: np.ndarray, table: np.ndarray, pairs: np.ndarray,
                 X: np.ndarray | None) -> np.ndarray:
-    """:func:`_snap` against approximate distances, the snapped values recomputed exactly.
+    """Replace ripser's float32-rounded values by exact float64 distances of pairs of rows.
 
     ``table`` is sorted (0 first, then the approximate pairwise distances), ``pairs[k]`` the
     rows ``(i, j)`` of ``table[k]`` (``(-1, -1)`` for the 0). A value within float32 rounding
@@ -629,26 +610,10 @@ def _unscale(values, c: float, what: str):
     return out if isinstance(values, np.ndarray) else float(out)
 
 
-def _duplicate_pairs(X: np.ndarray) -> int:
-    """Number of pairs of identical rows of ``X``."""
-    _, counts = np.unique(X, axis=0, return_counts=True)
-    return int((counts * (counts - 1) // 2).sum())
-
-
-def _check_merged(X: np.ndarray, dists: np.ndarray, unit: float, n_dup: int) -> None:
-    """Refuse a cloud whose distinct rows came out at distance 0 (spread beyond float64)."""
-    zeros = int(np.count_nonzero(dists == 0))
-    if zeros > n_dup:
-        raise ValueError(
-            f"points: some distinct points are closer than float64 can resolve next to "
-            f"the cloud's largest coordinate ({np.abs(X).max() * unit:.3g}); merge them or "
-            f"drop the far outliers before computing diagrams"
-        )
-
-
 def _check_zero_pairs(X: np.ndarray, iu: np.ndarray, ju: np.ndarray,
                       dists: np.ndarray) -> None:
-    """:func:`_check_merged` from the distances: every pair at distance 0 must be equal rows."""
+    """Refuse a cloud whose distinct rows came out at distance 0 (spread beyond float64):
+    every pair at distance 0 must be equal rows."""
     for z in np.flatnonzero(dists == 0):
         if not np.array_equal(X[iu[z]], X[ju[z]]):
             raise ValueError(

@@ -3,7 +3,7 @@
 These are the loops the notebooks run for every model and seed; they live here so that a
 notebook holds parameters, narrative and plots only. :func:`measure_model` is the full
 measurement of one model (per-layer TopoLip, its noise floor, the accuracy each perturbation
-costs, and the baseline measures of the measure study); :func:`measure_topolip` its per-layer part.
+costs, and the baseline measures of the measure study).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .models import collect_activations, forward_probes
 
 __all__ = [
     "ModelMeasurement", "measure_bounds", "measure_bounds_trained",
-    "measure_model", "measure_topolip", "measure_trained", "model_summaries", "seed_batch",
+    "measure_model", "measure_trained", "model_summaries", "seed_batch",
 ]
 
 
@@ -321,60 +321,6 @@ def measure_trained(model: nn.Module, row: Mapping, *, data, perturbations: Mapp
                       seed=seed, n_perm=n_perm, pgd_steps=pgd_steps,
                       num_classes=int(data.y_test.max()) + 1)
     return m.layers, m.summary
-
-
-def measure_topolip(
-    model: nn.Module,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    perturbations: Mapping[str, float],
-    spec: DistanceSpec = DistanceSpec(),
-    *,
-    n_perm: int | None = None,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """Per-layer TopoLip of ``model`` for each perturbation of the clean batch ``x``.
-
-    The per-layer part of :func:`measure_model` (no noise floor or baselines).
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        A trained model built by :func:`topolip.models.build_model` (it has probe points).
-    x : torch.Tensor of shape (m, C, H, W)
-        Clean images, pixels in [0, 1]; their activations form the clean clouds.
-    y : torch.Tensor of shape (m,)
-        True labels (the attacks need them; accuracies are reported).
-    perturbations : mapping of str to float
-        ``{kind: strength}``, ``kind`` from :data:`topolip.attacks.PERTURBATIONS`; the strength
-        is ε in pixel units (attacks, L∞) or the severity 0..5 (corruptions).
-    spec : DistanceSpec
-        Degrees, Wasserstein order ``p`` and ground metric ``q``.
-    n_perm : int, optional
-        Greedy-permutation subsample size for the diagrams.
-    seed : int, default=0
-        Seed of the random perturbations (PGD start, noise, corruptions).
-
-    Returns
-    -------
-    pandas.DataFrame
-        The rows of :func:`topolip.metric.topolip_table` for each perturbation, with columns
-        ``perturbation``, ``strength``, ``accuracy_clean`` and ``accuracy_perturbed`` (on the
-        ``m`` images) added.
-
-    Raises
-    ------
-    ValueError
-        For an unknown perturbation kind (the known ones are listed) or invalid inputs.
-    """
-    m = measure_model(model, x, y, perturbations, spec, n_perm=n_perm, seed=seed,
-                      baseline_measures=False)
-    t = m.layers.drop(columns=["noise_floor", "noise_floor_scale_free", "within_noise_floor",
-                               "flag"])
-    acc = m.summary.set_index("perturbation")
-    t["accuracy_clean"] = t["perturbation"].map(acc["accuracy_clean"])
-    t["accuracy_perturbed"] = t["perturbation"].map(acc["accuracy_perturbed"])
-    return t
 
 
 def model_summaries(table: pd.DataFrame, by: tuple[str, ...] = ("arch", "seed", "perturbation",

@@ -1,5 +1,5 @@
 """Figures of the book, drawn from the tidy tables (so a figure and a check read the same
-numbers), and saved byte-stably.
+numbers); :func:`topolip.pipeline.figures_io.publish_figure` saves them byte-stably.
 
 Every figure is at most 7.5 inches wide (the page width, so it is shown at about its natural
 size) with fonts of at least 9 pt, human labels (:data:`topolip.report.ARCH_LABELS`) and the
@@ -11,7 +11,6 @@ through its ``profile_note`` argument (a small line under the panels) or the boo
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
@@ -19,7 +18,6 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from .io import atomic_write
 from .report import ARCH_COLORS, ARCH_DASHES, ARCH_LABELS, ARCH_MARKERS
 
 __all__ = [
@@ -27,7 +25,7 @@ __all__ = [
     "plot_bounds_vs_measured", "plot_conv_scaling", "plot_end_to_end", "plot_measure_study",
     "plot_noise_floor", "plot_ood_behaviour", "plot_size_sweep", "plot_sweep",
     "plot_topolip_by_layer",
-    "plot_topolip_vs_accuracy", "plot_training_curves", "plot_verdicts", "save_figure",
+    "plot_topolip_vs_accuracy", "plot_training_curves", "plot_verdicts",
 ]
 
 #: Width of every figure, inches: the book's text column, so figures are not shrunk.
@@ -95,26 +93,6 @@ def _arch_lines(values) -> dict:
     return {"dashes": False, "markers": True}
 
 
-def _relabel_legend(ax: plt.Axes, title: str | None = "") -> None:
-    """Human labels in a legend drawn by seaborn."""
-    leg = ax.get_legend()
-    if leg is None:
-        return
-    for text in leg.get_texts():
-        text.set_text(_name(text.get_text()))
-    if title is not None:
-        leg.set_title(title or None)
-
-
-def save_figure(fig: plt.Figure, path: str | Path, *, dpi: int = 120) -> Path:
-    """Save ``fig`` as PNG without time stamps or version strings (same figure, same bytes)."""
-    import io
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None}, bbox_inches="tight")
-    return atomic_write(path, lambda f: f.write(buf.getvalue()))
-
-
 def _band(table: pd.DataFrame) -> str | None:
     """Standard-deviation bands only where there are at least two seeds to spread."""
     return "sd" if "seed" in table and table["seed"].nunique() >= 2 else None
@@ -128,8 +106,8 @@ def plot_topolip_by_layer(table: pd.DataFrame, *, hue: str = "arch", row: str = 
     Parameters
     ----------
     table : pandas.DataFrame
-        Tidy rows of ``topolip.experiments.measure_topolip`` with columns ``arch``, ``seed``,
-        ``perturbation``, ``strength``, ``depth``, ``layer``, ``topolip``,
+        Tidy rows of ``topolip.experiments.measure_model`` (its ``layers``) with columns
+        ``arch``, ``seed``, ``perturbation``, ``strength``, ``depth``, ``layer``, ``topolip``,
         ``topolip_scale_free``. Lines are means over seeds, bands one standard deviation
         (drawn only with two seeds or more).
     hue : str, default="arch"
@@ -499,7 +477,7 @@ def plot_sweep(table: pd.DataFrame, arch: str, *,
     Parameters
     ----------
     table : pandas.DataFrame
-        Rows of :func:`topolip.sweeps.run_sweep` (columns ``arch``, ``parameter``,
+        Rows of :func:`topolip.sweeps.run_sweeps` (columns ``arch``, ``parameter``,
         ``value``, ``value_numeric``, ``seed``, ``test_accuracy`` and ``measures``). Lines are
         means over seeds, bands one standard deviation (two seeds or more).
     arch : str

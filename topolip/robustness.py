@@ -41,7 +41,7 @@ from .train import accuracy
 
 __all__ = [
     "attack_ladder", "max_softmax", "robustness_curves", "robustness_trained",
-    "softmax_predictions", "topolip_vs_accuracy",
+    "softmax_predictions",
 ]
 
 
@@ -94,7 +94,7 @@ def robustness_curves(
 
     See Also
     --------
-    topolip.experiments.measure_topolip : TopoLip per layer for the same perturbations.
+    topolip.experiments.measure_model : TopoLip per layer for the same perturbations.
 
     Examples
     --------
@@ -430,63 +430,3 @@ def softmax_predictions(model: nn.Module, x: torch.Tensor, *,
     return torch.cat(conf).to(torch.float64).numpy(), torch.cat(pred).numpy()
 
 
-def topolip_vs_accuracy(summary: pd.DataFrame, curves: pd.DataFrame, *,
-                        keys: Sequence[str] = ("arch", "seed", "perturbation", "strength"),
-                        ) -> pd.DataFrame:
-    """Join model TopoLip with the accuracy drop at the same perturbation and strength.
-
-    Parameters
-    ----------
-    summary : pandas.DataFrame
-        Model TopoLip per group (:func:`topolip.experiments.model_summaries`), with ``keys``.
-    curves : pandas.DataFrame
-        Accuracy rows (:func:`robustness_curves` with the ``keys`` columns added), with columns
-        ``accuracy``, ``accuracy_clean`` and ``accuracy_drop``.
-    keys : sequence of str
-        Columns identifying a model and a perturbation; ``strength`` is matched to 10
-        significant digits (as the tables are written).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``summary``'s rows and columns with ``accuracy``, ``accuracy_clean`` and
-        ``accuracy_drop`` added.
-
-    Raises
-    ------
-    ValueError
-        If a key column is missing, or a summary row has no matching accuracy (the first few
-        are listed: add the strength to the robustness grid).
-
-    Examples
-    --------
-    >>> s = pd.DataFrame({"arch": ["a"], "seed": [0], "perturbation": ["fgsm"],
-    ...                   "strength": [0.1], "geometric_mean": [1.5]})
-    >>> c = pd.DataFrame({"arch": ["a", "a"], "seed": [0, 0], "perturbation": ["fgsm"] * 2,
-    ...                   "strength": [0.0, 0.1], "accuracy": [0.9, 0.4],
-    ...                   "accuracy_clean": [0.9, 0.9], "accuracy_drop": [0.0, 0.5]})
-    >>> topolip_vs_accuracy(s, c)[["geometric_mean", "accuracy_drop"]].values.tolist()
-    [[1.5, 0.5]]
-    """
-    keys = list(keys)
-    values = ["accuracy", "accuracy_clean", "accuracy_drop"]
-    for name, table, need in (("summary", summary, keys), ("curves", curves, keys + values)):
-        missing = [k for k in need if k not in table.columns]
-        if missing:
-            raise ValueError(f"{name} lacks column(s) {missing}; it has {list(table.columns)}")
-
-    def keyed(t: pd.DataFrame) -> pd.DataFrame:
-        t = t.copy()
-        if "strength" in keys:
-            t["_strength"] = [float(f"{float(v):.10g}") for v in t["strength"]]
-        return t
-
-    on = [k if k != "strength" else "_strength" for k in keys]
-    right = keyed(curves)[on + values]
-    out = keyed(summary).merge(right, on=on, how="left", validate="one_to_one")
-    lost = out[out["accuracy"].isna()]
-    if len(lost):
-        raise ValueError(f"{len(lost)} summary row(s) have no accuracy at the same strength, "
-                         f"e.g. {lost[keys].head(3).to_dict('records')}; add these strengths "
-                         "to the robustness grid")
-    return out.drop(columns=["_strength"], errors="ignore")

@@ -68,7 +68,7 @@ __all__ = [
     "MIN_SEEDS", "PairedTest", "PermutationResult", "adjusted_coverage", "decide",
     "granulated_tau", "holm", "kendall_tau", "kendall_with_interval",
     "minimum_detectable_effect", "paired_power", "paired_t", "partial_kendall",
-    "permutation_kendall", "rank_correlations", "require_columns", "t_interval",
+    "permutation_kendall", "require_columns", "t_interval",
     "within_permutation_kendall",
 ]
 
@@ -735,62 +735,4 @@ def granulated_tau(table: pd.DataFrame, measure: str, response: str, *,
     taus = [t for t in taus if math.isfinite(t)]
     return (float(np.mean(taus)), len(taus)) if taus else (math.nan, 0)
 
-
-def rank_correlations(table: pd.DataFrame, x: Sequence[str], y: str, *,
-                      by: str | None = None) -> pd.DataFrame:
-    """Spearman rank correlation of each column of ``x`` with ``y``: pooled, and per group.
-
-    Descriptive only (rows are not independent across groups): verdicts use
-    :func:`within_permutation_kendall` (within architectures, one permutation for every kind).
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        One row per observation (e.g. per model, seed and perturbation).
-    x : sequence of str
-        Columns to correlate with ``y`` (e.g. raw and scale-free TopoLip).
-    y : str
-        The response column (e.g. ``accuracy_drop``).
-    by : str, optional
-        Also correlate within each value of this column (e.g. ``perturbation``).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Rows ``group`` (``"all"`` for the pooled one, then each value of ``by``), ``measure``
-        (the ``x`` column), ``n`` (rows where both are finite), ``rho`` (Spearman's ρ in
-        [-1, 1]) and ``pvalue`` (two-sided, ``scipy.stats.spearmanr``). ``rho`` is NaN when
-        ``n < 3`` or either column is constant on the group.
-
-    Raises
-    ------
-    ValueError
-        If a column is missing.
-
-    Examples
-    --------
-    >>> t = pd.DataFrame({"a": [1.0, 2, 3, 4], "b": [1.0, 3, 2, 4], "y": [10.0, 20, 30, 40]})
-    >>> rank_correlations(t, ["a", "b"], "y").round(6)[["measure", "n", "rho"]].values.tolist()
-    [['a', 4, 1.0], ['b', 4, 0.8]]
-    """
-    cols = [*x, y] + ([by] if by is not None else [])
-    missing = [c for c in cols if c not in table.columns]
-    if missing:
-        raise ValueError(f"table lacks column(s) {missing}; it has {list(table.columns)}")
-    groups = [("all", table)]
-    if by is not None:
-        groups += [(str(k), g) for k, g in table.groupby(by, sort=False)]
-    rows = []
-    for name, group in groups:
-        for col in x:
-            a = group[col].to_numpy(dtype=float)
-            b = group[y].to_numpy(dtype=float)
-            ok = np.isfinite(a) & np.isfinite(b)
-            rho = pvalue = math.nan
-            if ok.sum() >= 3 and np.ptp(a[ok]) > 0 and np.ptp(b[ok]) > 0:
-                res = _st.spearmanr(a[ok], b[ok])
-                rho, pvalue = float(res.statistic), float(res.pvalue)
-            rows.append({"group": name, "measure": col, "n": int(ok.sum()), "rho": rho,
-                         "pvalue": pvalue})
-    return pd.DataFrame(rows)
 

@@ -35,7 +35,7 @@ from .metric import DistanceSpec
 from .tasks import TaskRunner, train_models
 from .train import ModelSpec, TrainConfig, checkpoint_path, spec_for
 
-__all__ = ["SweepPoint", "run_sweep", "run_sweeps", "sweep_points"]
+__all__ = ["SweepPoint", "run_sweeps", "sweep_points"]
 
 
 @dataclass(frozen=True)
@@ -130,10 +130,8 @@ def sweep_points(arch: str, base: Mapping[str, Any], grid: Mapping[str, Sequence
     return points
 
 
-def run_sweep(
-    arch: str,
-    base: Mapping[str, Any],
-    grid: Mapping[str, Sequence[Any]],
+def run_sweeps(
+    sweeps: Mapping[str, Mapping[str, Any]],
     data: ImageSplit,
     config: TrainConfig,
     *,
@@ -150,16 +148,23 @@ def run_sweep(
     progress: bool = False,
     runner: TaskRunner | None = None,
 ) -> pd.DataFrame:
-    """Train every sweep point for every seed (reusing checkpoints) and measure model TopoLip.
+    """Train every sweep point of every architecture for every seed (reusing checkpoints) and
+    measure model TopoLip.
 
     Each distinct model (sweep point and seed; the base point appears in several sweeps and is
-    trained once) is one task of ``runner``: it trains the model and measures it.
+    trained once) is one task of ``runner``: it trains the model and measures it. The models of
+    every sweep are submitted together, so no worker waits for the last model of one
+    architecture before the next architecture starts; the rows are those of one call per
+    architecture, concatenated in the order of ``sweeps``.
 
     Parameters
     ----------
-    arch, base, grid, data
-        As :func:`sweep_points`; the models train on ``data.x_train`` and their clean accuracy
-        is taken on ``data.x_test``.
+    sweeps : mapping of str to mapping
+        ``{arch: {"base": {...}, "grid": {parameter: [values]}}}`` (the ``sweeps`` parameter of
+        the profiles); each entry's ``arch``, ``base`` and ``grid`` as :func:`sweep_points`.
+    data : ImageSplit
+        The models train on ``data.x_train`` and their clean accuracy is taken on
+        ``data.x_test``.
     config : TrainConfig
         Training hyper-parameters; its ``seed`` is replaced by each of ``seeds``.
     results_dir : path
@@ -194,20 +199,21 @@ def run_sweep(
     Returns
     -------
     pandas.DataFrame
-        One row per sweep point, seed and perturbation kind: ``arch``, ``parameter``,
-        ``value`` (JSON text), ``value_numeric`` (:attr:`SweepPoint.value_numeric`),
-        ``is_base``, ``seed``, ``test_accuracy`` (on ``data.x_test``), the columns of
-        :func:`topolip.experiments.measure_model`'s summary (``perturbation``, ``strength``,
-        ``n_layers`` = ``L``, model TopoLip raw and scale-free, ``accuracy_clean``,
-        ``accuracy_perturbed`` and ``accuracy_drop`` on ``x``, the baselines, ``parameters``),
-        ``resumed_from_epoch`` (``config.epochs`` when nothing was trained in this call) and
-        ``checkpoint``.
+        One row per architecture, sweep point, seed and perturbation kind: ``arch``,
+        ``parameter``, ``value`` (JSON text), ``value_numeric``
+        (:attr:`SweepPoint.value_numeric`), ``is_base``, ``seed``, ``test_accuracy`` (on
+        ``data.x_test``), the columns of :func:`topolip.experiments.measure_model`'s summary
+        (``perturbation``, ``strength``, ``n_layers`` = ``L``, model TopoLip raw and
+        scale-free, ``accuracy_clean``, ``accuracy_perturbed`` and ``accuracy_drop`` on ``x``,
+        the baselines, ``parameters``), ``resumed_from_epoch`` (``config.epochs`` when nothing
+        was trained in this call) and ``checkpoint``.
 
     Raises
     ------
     ValueError
-        If ``perturbations`` is empty or holds an unknown kind, ``seeds`` is empty, or a sweep
-        point is invalid (:func:`sweep_points`), before anything is trained.
+        If ``sweeps`` is empty or an entry lacks ``base`` or ``grid``, ``perturbations`` is
+        empty or holds an unknown kind, ``seeds`` is empty, or a sweep point is invalid
+        (:func:`sweep_points`), before anything is trained.
     topolip.tasks.TaskError
         After every other model finished, naming each sweep model (architecture, seed,
         parameters, training configuration) whose training or measurement failed.
@@ -218,64 +224,12 @@ def run_sweep(
     >>> g = torch.Generator().manual_seed(0)
     >>> d = ImageSplit("toy", torch.rand(40, 1, 28, 28, generator=g), torch.arange(40) % 10,
     ...                torch.rand(20, 1, 28, 28, generator=g), torch.arange(20) % 10)
+    >>> sweep = {"conv_stack": {"base": {"channels": 2}, "grid": {"num_layers": [1, 2]}}}
     >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     t = run_sweep("conv_stack", {"channels": 2}, {"num_layers": [1, 2]}, d,
-    ...                   TrainConfig(epochs=1, batch_size=40), results_dir=tmp,
-    ...                   x=d.x_test[:8], y=d.y_test[:8], perturbations={"gaussian_noise": 3})
+    ...     t = run_sweeps(sweep, d, TrainConfig(epochs=1, batch_size=40), results_dir=tmp,
+    ...                    x=d.x_test[:8], y=d.y_test[:8], perturbations={"gaussian_noise": 3})
     >>> t[["parameter", "value", "n_layers", "resumed_from_epoch"]].values.tolist()
     [['num_layers', '1', 2, 0], ['num_layers', '2', 3, 0]]
-    """
-    return run_sweeps({arch: {"base": base, "grid": grid}}, data, config,
-                      results_dir=results_dir, x=x, y=y, perturbations=perturbations, spec=spec,
-                      n_points=n_points, n_perm=n_perm, seeds=seeds, pgd_steps=pgd_steps,
-                      device=device, progress=progress, runner=runner)
-
-
-def run_sweeps(
-    sweeps: Mapping[str, Mapping[str, Any]],
-    data: ImageSplit,
-    config: TrainConfig,
-    *,
-    results_dir: str | Path,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    perturbations: Mapping[str, float],
-    spec: DistanceSpec = DistanceSpec(),
-    n_points: int | None = None,
-    n_perm: int | None = None,
-    seeds: Sequence[int] = (0,),
-    pgd_steps: int = 10,
-    device: torch.device | str | None = None,
-    progress: bool = False,
-    runner: TaskRunner | None = None,
-) -> pd.DataFrame:
-    """:func:`run_sweep` of several architectures as one batch of tasks.
-
-    The models of every sweep are submitted together, so no worker waits for the last model
-    of one architecture before the next architecture starts. The rows are those of
-    ``pd.concat([run_sweep(arch, s["base"], s["grid"], ...) for arch, s in sweeps.items()])``.
-
-    Parameters
-    ----------
-    sweeps : mapping of str to mapping
-        ``{arch: {"base": {...}, "grid": {parameter: [values]}}}`` (the ``sweeps`` parameter of
-        the profiles).
-    data, config, results_dir, x, y, perturbations, spec, n_points, n_perm, seeds, pgd_steps, \
-device, progress, runner
-        As :func:`run_sweep`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        As :func:`run_sweep`, the architectures in the order of ``sweeps``.
-
-    Raises
-    ------
-    ValueError
-        As :func:`run_sweep`, or if ``sweeps`` is empty or an entry lacks ``base`` or
-        ``grid``, before anything is trained.
-    topolip.tasks.TaskError
-        As :func:`run_sweep`.
     """
     if not isinstance(sweeps, Mapping) or not sweeps:
         raise ValueError(f"sweeps must be a non-empty {{arch: {{base, grid}}}} mapping, got "

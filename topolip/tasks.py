@@ -42,8 +42,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["DEFAULT_SCHEDULER_TIMEOUT", "Task", "TaskError", "TaskRunner", "check_scheduler",
-           "connect_scheduler", "local_cluster", "map_models", "probe_scheduler", "run_tasks",
-           "train_models"]
+           "connect_scheduler", "local_cluster", "map_models", "probe_scheduler", "train_models"]
 
 #: Seconds to reach a scheduler given by its address before giving up (the ``scheduler_timeout``
 #: parameter; ``topolip run`` passes it to the notebooks in ``TOPOLIP_SCHEDULER_TIMEOUT``).
@@ -605,22 +604,6 @@ def _lost(fut, exc: BaseException | None) -> BaseException:
         what = "Dask lost it (its worker or the data it needs went away)"
     return RuntimeError(f"{what}: {reason or 'cancelled'}; a re-run resumes from the finished "
                         "checkpoints")
-
-
-def run_tasks(tasks: Iterable[Task], *, scheduler: str = "local", n_workers: int | None = None,
-              progress: bool = True, desc: str = "tasks") -> list[Any]:
-    """Run ``tasks`` on a runner of their own (:class:`TaskRunner`); results in task order.
-
-    Shorthand for ``with TaskRunner(scheduler, ...) as r: r.map(tasks)``; when several batches
-    run one after the other, share one :class:`TaskRunner` (a local cluster starts once).
-
-    Examples
-    --------
-    >>> run_tasks([Task("add", max, (1, 5))], scheduler="serial", progress=False)
-    [5]
-    """
-    with TaskRunner(scheduler, n_workers=n_workers, progress=progress) as runner:
-        return runner.map(tasks, desc=desc)
 
 
 # =========================================================================== the chain's tasks
