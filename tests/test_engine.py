@@ -1,42 +1,28 @@
 """The TopoLip engine of issue 13: one distance matrix per cloud, the same numbers as before.
 
-The reference is the former path, kept verbatim in ``benchmarks/bench_topolip.py``
-(``old_rips_diagrams``: ``pdist`` inside every call); the new path must give the same diagrams
-(bit for bit here) and :func:`topolip.experiments.measure_model` the same tables.
+The numbers are held by the expected outputs under ``tests/expect/`` (computed once from the
+engine, compared here through the public functions; see ``tests/expect/regenerate.py`` for the
+cases and how to regenerate them when a change of the numbers is intended).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+import json
+import math
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from expect.regenerate import CASES, EXPECT, read_csv_text, to_text
 from scipy.spatial.distance import pdist, squareform
 
-import topolip.experiments as ex
-import topolip.metric as mt
 from topolip import baselines
 from topolip.data import load_mnist
 from topolip.diagrams import default_jobs, pairwise_distances, rips_diagrams, rips_diagrams_many
-from topolip.experiments import measure_model
-from topolip.metric import DistanceSpec, median_pairwise_distance
+from topolip.metric import median_pairwise_distance
 from topolip.models import collect_activations, forward_probes
 from topolip.train import ModelSpec, TrainConfig, fit
-
-_BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_topolip.py"
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("bench_topolip", _BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_topolip"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _clouds(seed: int, n: int = 12):
@@ -67,16 +53,6 @@ def test_pairwise_distances_of_near_coincident_points_are_refined():
     assert D[0, 1] == pytest.approx(1e-7, rel=1e-8)  # the Gram formula alone loses it all
     far = pairwise_distances([[0.0], [1e-30], [1e20], [2e20]])  # centring would merge 0, 1e-30
     assert far[0, 1] == 1e-30 and far[2, 3] == 1e20
-
-
-def test_rips_diagrams_equal_the_former_path(bench):
-    for x in _clouds(1):
-        old, new = bench.old_rips_diagrams(x), rips_diagrams(x)
-        for k in (0, 1):
-            np.testing.assert_allclose(new[k].finite, old[k].finite, rtol=1e-12, atol=0)
-            np.testing.assert_array_equal(new[k].essential, old[k].essential)
-        # H1: the exact float64 values of pdist, bit for bit
-        np.testing.assert_array_equal(new[1].finite, old[1].finite)
 
 
 def test_precomputed_distances_and_sub_matrices_give_the_same_diagrams():
@@ -138,37 +114,6 @@ def small_trained():
     return result.model, data
 
 
-def test_measure_model_tables_equal_the_former_path(small_trained, bench, monkeypatch):
-    """Before/after: the former path (pdist everywhere, the baselines on point clouds)."""
-    model, data = small_trained
-    x, y = data.x_test[:30], data.y_test[:30]
-    kwargs = dict(n_points=30, x_floor=data.x_test[30:60], seed=0,
-                  estimate_samples=2, estimate_n_iter=2)
-    perturbations = {"fgsm": 0.05, "gaussian_noise": 2}
-    new = measure_model(model, x, y, perturbations, DistanceSpec(), **kwargs)
-
-    def old_rips(clouds, degrees=(0, 1), n_perm=None, *, distances=None,  # noqa: ARG001
-                 n_jobs=None, backend="ripser"):  # noqa: ARG001
-        return [bench.old_rips_diagrams(points, degrees) for points in clouds]
-
-    def old_pairwise(points, name="points"):  # noqa: ARG001
-        return squareform(pdist(np.asarray(points, dtype=np.float64)))
-
-    monkeypatch.setattr(mt, "rips_diagrams_many", old_rips)
-    for module in (mt, ex):
-        monkeypatch.setattr(module, "pairwise_distances", old_pairwise)
-    ratio, rtd = baselines.displacement_ratio, baselines.rtd_lite
-    monkeypatch.setattr(baselines, "displacement_ratio", lambda c, p, reduce, scales:  # noqa: ARG005
-                        ratio(c, p, reduce=reduce))
-    monkeypatch.setattr(baselines, "rtd_lite", lambda a, b, scale, name, distances:  # noqa: ARG005
-                        rtd(a, b, scale=scale, name=name))
-    old = measure_model(model, x, y, perturbations, DistanceSpec(), **kwargs)
-    for name in ("layers", "summary"):
-        pd.testing.assert_frame_equal(getattr(new, name), getattr(old, name), rtol=1e-9)
-    assert list(new.summary["perturbation"]) == ["fgsm", "gaussian_noise"]
-    assert len(new.layers) == 2 * 4 and new.summary["rtd_lite_ratio"].notna().all()
-
-
 def test_rips_diagrams_many_in_worker_processes_equal_one_by_one():
     """The parallel path ships only the scaled matrix to a worker: diagrams equal exactly."""
     rng = np.random.default_rng(11)
@@ -219,3 +164,74 @@ def test_forward_probes_is_collect_activations_and_the_logits_in_one_pass(small_
     assert (logits.argmax(1) == expect.argmax(1)).all()
     with pytest.raises(ValueError, match="n_probe"):
         forward_probes(model, x, n_probe=51)
+
+
+# --- the expected outputs (tests/expect/) -------------------------------------------------------
+
+def test_every_expected_file_exists_and_belongs_to_a_case():
+    declared = {f for case in CASES.values() for f in case.files}
+    for name in sorted(declared):
+        path = EXPECT / name
+        assert path.is_file() and path.stat().st_size > 0, (
+            f"tests/expect/{name} is missing: run `PYTHONPATH=. python -m "
+            f"tests.expect.regenerate` from the repository root")
+    stored = {p.name for p in EXPECT.iterdir() if p.suffix in (".csv", ".json")}
+    assert stored == declared, f"files of no case: {sorted(stored - declared)}"
+
+
+def _assert_same_json(got, want, rtol: float, where: str) -> None:
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and sorted(got) == sorted(want), (
+            f"{where}: keys {sorted(got) if isinstance(got, dict) else got!r}, expected "
+            f"{sorted(want)}")
+        for k in want:
+            _assert_same_json(got[k], want[k], rtol, f"{where}.{k}")
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), (
+            f"{where}: {len(got) if isinstance(got, list) else got!r} entries, expected "
+            f"{len(want)}")
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            _assert_same_json(g, w, rtol, f"{where}[{i}]")
+    elif isinstance(want, float) or isinstance(got, float):
+        assert isinstance(got, int | float) and (
+            got == want or math.isclose(got, want, rel_tol=rtol, abs_tol=0.0)), (
+            f"{where}: {got!r}, expected {want!r} (rtol {rtol:g})")
+    else:
+        assert got == want and type(got) is type(want), f"{where}: {got!r}, expected {want!r}"
+
+
+def _assert_same_table(got: pd.DataFrame, want: pd.DataFrame, rtol: float, name: str) -> None:
+    assert list(got.columns) == list(want.columns), (
+        f"{name}: columns {list(got.columns)}, expected {list(want.columns)}")
+    assert len(got) == len(want), f"{name}: {len(got)} rows, expected {len(want)}"
+    for col in want.columns:
+        g, w = got[col], want[col]
+        assert g.dtype == w.dtype, f"{name}: column {col!r} is {g.dtype}, expected {w.dtype}"
+        if pd.api.types.is_float_dtype(w):
+            a, b = g.to_numpy(), w.to_numpy()
+            same = (a == b) | (np.isnan(a) & np.isnan(b)) | np.isclose(a, b, rtol=rtol, atol=0)
+            rows = np.flatnonzero(~same)
+            assert not len(rows), (f"{name}: column {col!r} differs beyond rtol {rtol:g} in "
+                                   f"rows {rows[:5].tolist()}: {a[rows[:5]].tolist()}, "
+                                   f"expected {b[rows[:5]].tolist()}")
+        else:
+            rows = np.flatnonzero(~((g == w) | (g.isna() & w.isna())).to_numpy())
+            assert not len(rows), (f"{name}: column {col!r} differs in rows "
+                                   f"{rows[:5].tolist()}: {g.iloc[rows[:5]].tolist()}, "
+                                   f"expected {w.iloc[rows[:5]].tolist()}")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_engine_gives_the_expected_outputs(case):
+    """The public functions give the stored tables (integers and text exactly, floats to the
+    case's rtol); the tables are compared as written, so the column order and types count."""
+    spec = CASES[case]
+    out = spec.compute()
+    assert sorted(out) == sorted(spec.files)
+    for name in spec.files:
+        text = (EXPECT / name).read_text(encoding="utf-8")
+        live = to_text(name, out[name])
+        if name.endswith(".json"):
+            _assert_same_json(json.loads(live), json.loads(text), spec.rtol, name)
+        else:
+            _assert_same_table(read_csv_text(live), read_csv_text(text), spec.rtol, name)
