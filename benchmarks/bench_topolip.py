@@ -1,14 +1,15 @@
-"""TopoLip of one model: today's path (one ``pdist`` per use) against the shared-matrix engine.
+"""TopoLip of one model: one distance matrix per use against the shared-matrix engine.
 
 For a quick-profile ViT and ResNet (untrained, the quick profile's sizes, MNIST-shaped input)
 the activation clouds of ``n`` random images and of two perturbations of them (Gaussian noise
 and a small uniform shift, standing in for the attacks: the costs do not depend on which) are
 collected once; then three things are timed on the same clouds:
 
-- **old**: the per-layer TopoLip as it was computed before issue 13: the clean diagrams, then
-  per perturbation the perturbed diagrams and the clean scale ``s_ℓ``, each computing its own
-  ``pdist`` (:func:`old_rips_diagrams` is the former ``rips_diagrams``, kept here verbatim as
-  the reference);
+- **apart**: the per-layer TopoLip from the public functions with nothing shared, the way the
+  TopoLip was computed before issue 13: the clean diagrams, then per perturbation the perturbed
+  diagrams and the clean scale ``s_ℓ``, each computing its own distance matrix
+  (:func:`apart_topolip`; the former engine itself, ``pdist`` inside every call, was retired in
+  issue 20, its numbers are held by ``tests/expect/``);
 - **new·1**: the engine in one process: :func:`topolip.diagrams.pairwise_distances` once per
   cloud, shared by the diagrams and the scale (what :func:`topolip.experiments.measure_model`
   does), ripser called cloud after cloud;
@@ -21,8 +22,8 @@ collected once; then three things are timed on the same clouds:
 - **gemm**: the distance matrices alone (the floor of any matrix-based engine).
 
 Repetitions of the paths are interleaved (the machine may be shared) and medians reported,
-with the ratios old/new and new/gemm; the diagrams of all ripser paths are compared (H0 and H1,
-exact float64 equality required), and the tables to 1e-12; gudhi·N's diagrams to float32
+with the ratios apart/new and new/gemm; the diagrams of all ripser paths are compared (H0 and
+H1, exact float64 equality required), and the tables to 1e-12; gudhi·N's diagrams to float32
 rounding (ripser computes in float32 and may merge two distances GUDHI tells apart).
 
 Usage: OMP_NUM_THREADS=1 python benchmarks/bench_topolip.py [--sizes 100 200 400 800]
@@ -32,13 +33,10 @@ Usage: OMP_NUM_THREADS=1 python benchmarks/bench_topolip.py [--sizes 100 200 400
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import time
-import warnings
 
 import numpy as np
-import pandas as pd
 
 from topolip import diagrams as dg
 from topolip.metric import DistanceSpec, layer_diagrams, topolip_table
@@ -51,100 +49,14 @@ QUICK = {
 }
 
 
-def old_check_points(points, name="points"):
-    """``check_points`` before issue 13: always a copy."""
-    return np.array(dg.check_points(points, name))
-
-
-def old_rips_diagrams(points, degrees=(0, 1)):
-    """``topolip.diagrams.rips_diagrams`` before issue 13 (no subsampling): ``pdist`` inside."""
-    import ripser
-    from scipy.spatial.distance import pdist, squareform
-
-    X = X_in = old_check_points(points)
-    degs = dg.check_degrees(degrees)
-    m = X.shape[0]
-    c_in = dg._pow2_scale(np.abs(X).max())
-    X = X / c_in
-    dists = pdist(X)
-    dg._check_merged(X, dists, c_in, dg._duplicate_pairs(X_in))
-    maxdim = max(degs)
-    if m == 2:
-        d = float(dists[0])
-        raw = [np.array([[0.0, d], [0.0, np.inf]]) if d > 0 else np.array([[0.0, np.inf]])]
-        raw += [np.empty((0, 2))] * maxdim
-    else:
-        c_d = dg._pow2_scale(dists.max())
-        dg._check_float32_spread(dists / c_d, c_in * c_d)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=dg._RIPSER_WIDE_WARNING,
-                                    category=UserWarning)
-            res = ripser.ripser(squareform(dists / c_d), maxdim=maxdim, distance_matrix=True)
-        raw = [np.asarray(g, dtype=np.float64).reshape(-1, 2) * c_d for g in res["dgms"]]
-        table = np.unique(np.concatenate([[0.0], dists]))
-        raw = [np.column_stack([dg._snap(g[:, 0], table), dg._snap(g[:, 1], table)])
-               for g in raw]
-    raw = [dg._unscale(g, c_in, "a birth or death") for g in raw]
-    out = []
-    for k in degs:
-        g = raw[k] if k < len(raw) else np.empty((0, 2))
-        ess = np.isinf(g[:, 1])
-        fin = g[~ess]
-        fin = fin[np.lexsort((fin[:, 1], fin[:, 0]))] if len(fin) else fin
-        out.append(dg.Diagram(finite=fin, essential=g[ess, 0], degree=k))
-    return dg.RipsDiagrams(degrees=degs, diagrams=tuple(out), n_points=int(m))
-
-
-def old_topolip_table(clean, perturbed, spec, *, clean_diagrams, rtol=1e-6):
-    """``topolip.metric.topolip_table`` before issue 13, verbatim but for the names."""
-    from scipy.spatial.distance import pdist
-
-    from topolip.metric import EnvelopeViolation, _distance
-
-    labels = list(clean)
-    rows = []
-    prev_sf = None
-    for depth, label in enumerate(labels):
-        a = old_check_points(clean[label], f"clean activations at {label!r}")
-        b = old_check_points(perturbed[label], f"perturbed activations at {label!r}")
-        dgm_a = clean_diagrams[label]
-        dgm_b = old_rips_diagrams(b, degrees=spec.degrees)
-        scale = float(np.median(pdist(old_check_points(a))))  # old median_pairwise_distance
-        delta = _distance(dgm_a, dgm_b, spec)
-        r_cover = 0.0
-        row = {"layer": label, "depth": depth, "dim": a.shape[1], "scale": scale,
-               "delta": delta, "delta_scale_free": delta / scale, "r_cover": r_cover}
-        eps = float(np.linalg.norm(a - b, axis=1).max())
-        bott = _distance(dgm_a, dgm_b, spec, p=math.inf, q=math.inf)
-        envelope = 2 * eps + 2 * r_cover
-        slack = 1e-5 * max(1.0, float(np.abs(a).max()), float(np.abs(b).max()))
-        if bott > envelope + slack:
-            raise EnvelopeViolation(label)
-        row.update(eps=eps, bottleneck=bott, envelope=envelope)
-        if prev_sf is None:
-            ratio = ratio_sf = math.nan
-            reason = "first probe point (no previous layer)"
-        elif prev_sf < rtol:
-            ratio = ratio_sf = math.nan
-            reason = f"previous displacement below tolerance (scale-free {prev_sf:.3g} < {rtol:g})"
-        elif math.isinf(delta) or math.isinf(rows[-1]["delta"]):
-            ratio = ratio_sf = math.nan
-            reason = "infinite displacement (essential classes differ in number)"
-        else:
-            ratio = delta / rows[-1]["delta"]
-            ratio_sf = row["delta_scale_free"] / prev_sf
-            reason = ""
-        row.update(topolip=ratio, topolip_scale_free=ratio_sf, topolip_reason=reason)
-        rows.append(row)
-        prev_sf = row["delta_scale_free"]
-    return pd.DataFrame(rows)
-
-
-def old_topolip(clean, perts, spec):
-    """Today's path as measure_model ran it: clean diagrams, then one table per perturbation."""
-    dgms = {label: old_rips_diagrams(old_check_points(a, f"activations at {label!r}"),
-                                     spec.degrees) for label, a in clean.items()}
-    return dgms, [old_topolip_table(clean, pert, spec, clean_diagrams=dgms) for pert in perts]
+def apart_topolip(clean, perts, spec):
+    """The public functions with nothing shared: the clean diagrams, then per perturbation
+    :func:`topolip.metric.topolip_table`, whose perturbed diagrams and clean scale each compute
+    their own distance matrix."""
+    dgms = {label: dg.rips_diagrams(a, spec.degrees, backend=spec.backend)
+            for label, a in clean.items()}
+    return dgms, [topolip_table(clean, pert, spec, clean_diagrams=dgms, n_jobs=1)
+                  for pert in perts]
 
 
 def new_topolip(clean, perts, spec, n_jobs=1):  # spec.backend picks the persistence backend
@@ -223,16 +135,17 @@ def main() -> None:
           f"interleaved repetitions; 3 clouds per probe point (clean + 2 perturbations); "
           f"new·N with N={jobs} worker processes (started once in {time.perf_counter() - t0:.2f} "
           f"s, not included)")
-    print(f"{'arch':8s} {'n':>5s} {'old s':>8s} {'new·1 s':>8s} {'new·N s':>8s} {'gemm s':>8s} "
-          f"{'old/new·1':>9s} {'old/new·N':>9s} {'old/gudhi·N':>9s} {'new·1/gemm':>10s}  diagrams")
+    print(f"{'arch':8s} {'n':>5s} {'apart s':>8s} {'new·1 s':>8s} {'new·N s':>8s} {'gemm s':>8s} "
+          f"{'apart/new·1':>11s} {'apart/new·N':>11s} {'apart/gudhi·N':>13s} {'new·1/gemm':>10s}"
+          f"  diagrams")
     for arch in args.archs:
         for n in args.sizes:
             clean, *perts = clouds(arch, n)
-            times = {"old": [], "new1": [], "newN": [], "gudhi": [], "gemm": []}
+            times = {"apart": [], "new1": [], "newN": [], "gudhi": [], "gemm": []}
             gspec = DistanceSpec(backend="gudhi") if args.gudhi else None
             for _ in range(args.reps):  # interleaved: the machine may be shared
                 t0 = clock()
-                old_dgms, old_rows = old_topolip(clean, perts, spec)
+                apart_dgms, apart_tables = apart_topolip(clean, perts, spec)
                 t1 = clock()
                 new_dgms, new_tables = new_topolip(clean, perts, spec, n_jobs=1)
                 t2 = clock()
@@ -247,19 +160,20 @@ def main() -> None:
                 for key, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4),
                                    strict=True):
                     times[key].append(dt)
-            equal = all(same_diagrams(old_dgms[k], new_dgms[k])
-                        and same_diagrams(old_dgms[k], par_dgms[k]) for k in clean)
-            for old_table, table, par in zip(old_rows, new_tables, par_tables, strict=True):
+            equal = all(same_diagrams(apart_dgms[k], new_dgms[k])
+                        and same_diagrams(apart_dgms[k], par_dgms[k]) for k in clean)
+            for apart_table, table, par in zip(apart_tables, new_tables, par_tables, strict=True):
                 for col in ("delta", "delta_scale_free", "bottleneck", "topolip_scale_free"):
                     for t in (table, par):
-                        equal &= np.allclose(old_table[col], t[col], rtol=1e-12, atol=0,
+                        equal &= np.allclose(apart_table[col], t[col], rtol=1e-12, atol=0,
                                              equal_nan=True)
-            g_close = g_dgms is None or all(close_diagrams(old_dgms[k], g_dgms[k]) for k in clean)
+            g_close = g_dgms is None or all(close_diagrams(apart_dgms[k], g_dgms[k]) for k in clean)
             o, w, p, gd, g = (statistics.median(t) for t in times.values())
-            par_cols = (f"{p:8.3f}", f"{o / p:8.2f}x") if not args.cpu else ("       -", "       -")
-            gud_col = f"{o / gd:8.2f}x" if g_dgms is not None else "       -"
+            par_cols = ((f"{p:8.3f}", f"{o / p:10.2f}x") if not args.cpu
+                        else ("       -", "          -"))
+            gud_col = f"{o / gd:12.2f}x" if g_dgms is not None else "            -"
             g_note = "" if g_dgms is None else f" (gudhi: {'close' if g_close else 'DIFFER'})"
-            print(f"{arch:8s} {n:5d} {o:8.3f} {w:8.3f} {par_cols[0]} {g:8.4f} {o / w:8.2f}x "
+            print(f"{arch:8s} {n:5d} {o:8.3f} {w:8.3f} {par_cols[0]} {g:8.4f} {o / w:10.2f}x "
                   f"{par_cols[1]} {gud_col} {w / g:9.1f}x  {'equal' if equal else 'DIFFER'}"
                   f"{g_note}", flush=True)
 

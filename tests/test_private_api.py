@@ -1,4 +1,5 @@
-"""No private API across a boundary (issue 12), checked statically on every module of topolip.
+"""No private API across a boundary (issue 12), checked statically on every module of topolip
+and every script of ``benchmarks/`` (issue 20: a benchmark times and checks the public path).
 
 A name that starts with one underscore (not a dunder) is private to the module that defines it:
 
@@ -21,7 +22,8 @@ from test_layering import import_from_module
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "topolip"
-FILES = sorted(PACKAGE.rglob("*.py"))
+BENCHMARKS = ROOT / "benchmarks"
+FILES = sorted(PACKAGE.rglob("*.py")) + sorted(BENCHMARKS.glob("*.py"))
 
 
 def _module_name(path: Path) -> str:
@@ -94,6 +96,18 @@ def private_api_uses(source: str, module: str, *, is_package: bool = False) -> l
 def test_no_private_api_across_a_boundary(path):
     assert private_api_uses(path.read_text(), _module_name(path),
                             is_package=path.name == "__init__.py") == []
+
+
+def test_the_benchmarks_are_scanned():
+    names = {_module_name(p) for p in FILES}
+    assert {"benchmarks.bench_topolip", "benchmarks.bench_distances"} <= names
+    # a benchmark is outside every package of ours: none of our private names or modules
+    assert private_api_uses("from topolip import diagrams as dg\nx = dg._snap_pairs\n"
+                            "from topolip.distances import _h0\n",
+                            "benchmarks.bench_x") == [
+        "benchmarks.bench_x imports the private module topolip.distances._h0",
+        "benchmarks.bench_x uses dg._snap_pairs (line 2)",
+    ]
 
 
 def test_the_check_catches_every_form():
