@@ -71,3 +71,52 @@ def test_the_check_finds_a_missing_re_export(tmp_path, monkeypatch):
         "fakepkg_exports.a.g is not re-exported by fakepkg_exports",
         "fakepkg_exports.b declares no __all__",
     ]
+
+
+# --- the top level: the submodules, read from the folder ----------------------------------------
+
+def _on_disk() -> list[str]:
+    """The public submodules of ``topolip`` as files: modules and packages not named ``_*``."""
+    root = Path(__file__).resolve().parents[1] / "topolip"
+    names = [p.stem for p in root.glob("*.py")]
+    names += [p.parent.name for p in root.glob("*/__init__.py")]
+    return sorted(n for n in names if not n.startswith("_"))
+
+
+def test_the_top_level_lists_every_submodule_on_disk():
+    import topolip
+
+    assert topolip.__all__ == ["__version__", *_on_disk()]
+    assert set(_on_disk()) <= set(dir(topolip))
+    assert {"diagrams", "measure_study", "tasks", "pipeline"} <= set(topolip.__all__)
+
+
+@pytest.mark.parametrize("name", _on_disk())
+def test_every_submodule_is_reachable_lazily(name):
+    import topolip
+
+    assert getattr(topolip, name) is importlib.import_module(f"topolip.{name}")
+
+
+def test_an_unknown_top_level_name_is_an_attribute_error():
+    import topolip
+
+    with pytest.raises(AttributeError, match="has no attribute 'nonexistent'"):
+        topolip.nonexistent  # noqa: B018
+    with pytest.raises(AttributeError):
+        topolip._SUBMODULE_THAT_IS_NOT  # noqa: B018
+
+
+def test_importing_topolip_loads_no_submodule_and_no_torch():
+    import json
+    import subprocess
+
+    code = ("import json, sys, topolip; topolip.__all__; dir(topolip); "
+            "print(json.dumps(sorted(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr
+    loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert [m for m in loaded if m.startswith("topolip.")] == []
+    heavy = [m for m in loaded if m.split(".")[0] in {"torch", "torchvision", "numpy", "pandas"}]
+    assert heavy == [], f"import topolip pulls in {heavy[:5]}"
