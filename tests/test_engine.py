@@ -55,6 +55,22 @@ def test_pairwise_distances_of_near_coincident_points_are_refined():
     assert far[0, 1] == 1e-30 and far[2, 3] == 1e20
 
 
+def test_diagram_values_are_the_exact_pairwise_distances():
+    """Births and deaths are float64 pairwise distances of the cloud, not ripser's float32: in
+    H1 exactly the values of ``pdist`` (bit for bit), in H0 to 1e-12."""
+    for x in _clouds(1):
+        dg = rips_diagrams(x)
+        table = np.unique(np.concatenate([[0.0], pdist(x)]))
+        h1 = dg[1].finite.ravel()
+        assert np.isin(h1, table).all(), h1[~np.isin(h1, table)][:3]
+        h0 = dg[0].finite[:, 1]
+        pos = np.clip(np.searchsorted(table, h0), 1, len(table) - 1)
+        lo, hi = table[pos - 1], table[pos]
+        near = np.where(np.abs(h0 - lo) <= np.abs(hi - h0), lo, hi)
+        np.testing.assert_allclose(h0, near, rtol=1e-12, atol=0)
+        assert (dg[0].finite[:, 0] == 0).all() and dg[0].essential.tolist() == [0.0]
+
+
 def test_precomputed_distances_and_sub_matrices_give_the_same_diagrams():
     rng = np.random.default_rng(2)
     x = rng.normal(size=(60, 30)) + 5.0
