@@ -41,7 +41,8 @@ import numpy as np
 import pandas as pd
 
 from topolip import diagrams as dg
-from topolip.metric import DistanceSpec, layer_diagrams, topolip_table
+from topolip.metric import layer_diagrams, topolip_table
+from topolip.spec import TopoLipSpec
 
 PARALLEL_POINTS = dg.PARALLEL_MIN_POINTS
 
@@ -215,7 +216,7 @@ def main() -> None:
     args = parser.parse_args()
     clock = time.process_time if args.cpu else time.perf_counter
     jobs = args.jobs or dg.default_jobs(64)
-    spec = DistanceSpec()
+    spec = TopoLipSpec()
     x = np.random.default_rng(0).normal(size=(PARALLEL_POINTS, 4))
     t0 = time.perf_counter()
     dg.rips_diagrams_many([x] * jobs, n_jobs=jobs)  # start the worker processes
@@ -229,7 +230,7 @@ def main() -> None:
         for n in args.sizes:
             clean, *perts = clouds(arch, n)
             times = {"old": [], "new1": [], "newN": [], "gudhi": [], "gemm": []}
-            gspec = DistanceSpec(backend="gudhi") if args.gudhi else None
+            gspec = TopoLipSpec(backend="gudhi") if args.gudhi else None
             for _ in range(args.reps):  # interleaved: the machine may be shared
                 t0 = clock()
                 old_dgms, old_rows = old_topolip(clean, perts, spec)

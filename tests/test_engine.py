@@ -23,8 +23,9 @@ from topolip import baselines
 from topolip.data import load_mnist
 from topolip.diagrams import default_jobs, pairwise_distances, rips_diagrams, rips_diagrams_many
 from topolip.experiments import measure_model
-from topolip.metric import DistanceSpec, median_pairwise_distance
+from topolip.metric import median_pairwise_distance
 from topolip.models import collect_activations, forward_probes
+from topolip.spec import TopoLipSpec
 from topolip.train import ModelSpec, TrainConfig, fit
 
 _BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_topolip.py"
@@ -145,7 +146,7 @@ def test_measure_model_tables_equal_the_former_path(small_trained, bench, monkey
     kwargs = dict(n_points=30, x_floor=data.x_test[30:60], seed=0,
                   estimate_samples=2, estimate_n_iter=2)
     perturbations = {"fgsm": 0.05, "gaussian_noise": 2}
-    new = measure_model(model, x, y, perturbations, DistanceSpec(), **kwargs)
+    new = measure_model(model, x, y, perturbations, TopoLipSpec(), **kwargs)
 
     def old_rips(clouds, degrees=(0, 1), n_perm=None, *, distances=None,  # noqa: ARG001
                  n_jobs=None, backend="ripser"):  # noqa: ARG001
@@ -162,7 +163,7 @@ def test_measure_model_tables_equal_the_former_path(small_trained, bench, monkey
                         ratio(c, p, reduce=reduce))
     monkeypatch.setattr(baselines, "rtd_lite", lambda a, b, scale, name, distances:  # noqa: ARG005
                         rtd(a, b, scale=scale, name=name))
-    old = measure_model(model, x, y, perturbations, DistanceSpec(), **kwargs)
+    old = measure_model(model, x, y, perturbations, TopoLipSpec(), **kwargs)
     for name in ("layers", "summary"):
         pd.testing.assert_frame_equal(getattr(new, name), getattr(old, name), rtol=1e-9)
     assert list(new.summary["perturbation"]) == ["fgsm", "gaussian_noise"]
