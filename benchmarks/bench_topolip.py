@@ -39,7 +39,8 @@ import time
 import numpy as np
 
 from topolip import diagrams as dg
-from topolip.metric import DistanceSpec, layer_diagrams, topolip_table
+from topolip.metric import layer_diagrams, topolip_table
+from topolip.spec import TopoLipSpec
 
 PARALLEL_POINTS = dg.PARALLEL_MIN_POINTS
 
@@ -127,7 +128,7 @@ def main() -> None:
     args = parser.parse_args()
     clock = time.process_time if args.cpu else time.perf_counter
     jobs = args.jobs or dg.default_jobs(64)
-    spec = DistanceSpec()
+    spec = TopoLipSpec()
     x = np.random.default_rng(0).normal(size=(PARALLEL_POINTS, 4))
     t0 = time.perf_counter()
     dg.rips_diagrams_many([x] * jobs, n_jobs=jobs)  # start the worker processes
@@ -142,7 +143,7 @@ def main() -> None:
         for n in args.sizes:
             clean, *perts = clouds(arch, n)
             times = {"apart": [], "new1": [], "newN": [], "gudhi": [], "gemm": []}
-            gspec = DistanceSpec(backend="gudhi") if args.gudhi else None
+            gspec = TopoLipSpec(backend="gudhi") if args.gudhi else None
             for _ in range(args.reps):  # interleaved: the machine may be shared
                 t0 = clock()
                 apart_dgms, apart_tables = apart_topolip(clean, perts, spec)

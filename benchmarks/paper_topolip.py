@@ -37,8 +37,9 @@ import yaml
 from topolip import diagrams as dg
 from topolip.attacks import perturb_at
 from topolip.data import ImageSplit
-from topolip.metric import DistanceSpec, layer_diagrams, topolip_table
+from topolip.metric import layer_diagrams, topolip_table
 from topolip.models import forward_probes
+from topolip.spec import TopoLipSpec
 from topolip.train import spec_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +50,7 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def time_model(arch: str, sizes: dict, n_points: int, spec: DistanceSpec,
+def time_model(arch: str, sizes: dict, n_points: int, spec: TopoLipSpec,
                device: torch.device | str, seed: int = 0) -> dict:
     """Seconds of each phase of one TopoLip table of an untrained ``arch`` (see module doc)."""
     device = torch.device(device)
@@ -86,7 +87,7 @@ def time_model(arch: str, sizes: dict, n_points: int, spec: DistanceSpec,
 def run(device: str, archs: list[str] | None, n_points: int | None) -> list[dict]:
     """Time every paper architecture (or ``archs``); print and return one row each."""
     paper = yaml.safe_load((ROOT / "data/profiles/paper.yml").read_text())
-    spec = DistanceSpec(degrees=tuple(paper["degrees"]), p=paper["p"], q=paper["q"])
+    spec = TopoLipSpec.from_params(paper)
     print(json.dumps({"part": "paper-topolip", "device": device, "torch": torch.__version__,
                       "cpus": len(os.sched_getaffinity(0)),
                       "torch_threads": torch.get_num_threads(), "weights": "untrained"}),

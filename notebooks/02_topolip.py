@@ -62,9 +62,9 @@ from pathlib import Path
 from topolip.data import load_dataset
 from topolip.experiments import measure_trained
 from topolip.figures import plot_noise_floor
-from topolip.metric import DistanceSpec
 from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
+from topolip.spec import TopoLipSpec
 from topolip.tasks import TaskRunner, map_models
 
 params = notebook_parameters(globals(), "02_topolip")
@@ -74,13 +74,13 @@ show_parameters(params)
 tables = Path(results_dir) / "tables"
 models = read_table(tables / "models.csv")
 data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, root=data_root)
-spec = DistanceSpec(degrees=degrees, p=p, q=q, backend=persistence_backend)
+spec = TopoLipSpec.from_params(params)
 
 
 with TaskRunner(scheduler, n_workers=n_workers) as runner:
     table, summary = map_models(
         models, measure_trained, runner=runner, data=data, perturbations=topolip_strengths,
-        spec=spec, n_points=n_points, n_robust=n_robust, n_perm=n_perm, pgd_steps=pgd_steps)
+        spec=spec, n_points=n_points, n_robust=n_robust, pgd_steps=pgd_steps)
 _ = write_table(table, tables / "topolip.csv", params)
 _ = write_table(summary, tables / "topolip_summary.csv", params)
 

@@ -54,10 +54,10 @@ from pathlib import Path
 from topolip.data import load_dataset
 from topolip.experiments import model_summaries
 from topolip.figures import plot_end_to_end, plot_ood_behaviour
-from topolip.metric import DistanceSpec
 from topolip.ood import load_ood_batches, measure_ood_trained
 from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
+from topolip.spec import TopoLipSpec
 from topolip.tasks import TaskRunner, map_models
 
 params = notebook_parameters(globals(), "06_ood")
@@ -68,13 +68,13 @@ tables = Path(results_dir) / "tables"
 models = read_table(tables / "models.csv")
 data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, root=data_root)
 ood = load_ood_batches(ood_sets, data, n=n_ood, seed=split_seed)
-spec = DistanceSpec(degrees=degrees, p=p, q=q, backend=persistence_backend)
+spec = TopoLipSpec.from_params(params)
 
 
 with TaskRunner(scheduler, n_workers=n_workers) as runner:
     topo, behaviour, auroc_resamples = map_models(
         models, measure_ood_trained, runner=runner, data=data, ood=ood, spec=spec,
-        n_points=n_points, n_perm=n_perm, n_resamples=n_image_resamples)
+        n_points=n_points, n_resamples=n_image_resamples)
 _ = write_table(topo, tables / "ood_topolip.csv", params)
 _ = write_table(model_summaries(topo, by=("arch", "seed", "ood_set")),
                 tables / "ood_topolip_summary.csv", params)

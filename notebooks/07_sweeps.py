@@ -67,11 +67,11 @@ import numpy as np
 import pandas as pd
 
 from topolip.data import load_dataset
-from topolip.experiments import seed_batch
+from topolip.experiments import model_images
 from topolip.figures import plot_size_sweep, plot_sweep
-from topolip.metric import DistanceSpec
 from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
 from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters
+from topolip.spec import TopoLipSpec
 from topolip.stats import kendall_tau
 from topolip.sweeps import run_sweeps
 from topolip.tasks import TaskRunner
@@ -83,17 +83,19 @@ show_parameters(params)
 # %% tags=["hide-input"]
 tables = Path(results_dir) / "tables"
 data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, root=data_root)
-spec = DistanceSpec(degrees=degrees, p=p, q=q, backend=persistence_backend)
+spec = TopoLipSpec.from_params(params)
 config = TrainConfig(epochs=sweep_epochs, batch_size=batch_size, lr=lr,
                      weight_decay=weight_decay)
 _ = configure_threads(threads)
 parts = []
 with TaskRunner(scheduler, n_workers=n_workers) as runner:
     for seed in sweep_seeds:
-        x, y = seed_batch(data.x_test, data.y_test, max(n_robust, n_points), seed)
-        parts.append(run_sweeps(sweeps, data, config, results_dir=results_dir, x=x, y=y,
+        images = model_images(data.x_test, data.y_test, seed, n_points=n_points,
+                              n_robust=n_robust)
+        parts.append(run_sweeps(sweeps, data, config, results_dir=results_dir, x=images.x,
+                                y=images.y,
                                 perturbations=sweep_perturbations, spec=spec,
-                                n_points=n_points, n_perm=n_perm, seeds=[seed],
+                                n_points=n_points, seeds=[seed],
                                 pgd_steps=pgd_steps, runner=runner))
 table = pd.concat(parts, ignore_index=True).drop(columns=["resumed_from_epoch"])
 _ = write_table(table, tables / "sweeps.csv", params)

@@ -369,15 +369,16 @@ def test_gudhi_backend_is_float64_where_ripser_merges_distances():
 
 def test_gudhi_backend_in_worker_processes_and_through_the_spec():
     from topolip.diagrams import rips_diagrams_many
-    from topolip.metric import DistanceSpec, layer_diagrams
+    from topolip.metric import layer_diagrams
+    from topolip.spec import TopoLipSpec
 
     rng = np.random.default_rng(3)
     clouds = [rng.normal(size=(70, 5)) for _ in range(3)]
     one = rips_diagrams_many(clouds, backend="gudhi", n_jobs=1)
     two = rips_diagrams_many(clouds, backend="gudhi", n_jobs=2)
     assert all(_same(x, y) for x, y in zip(one, two, strict=True))
-    spec = DistanceSpec(backend="gudhi")
-    assert spec.label == DistanceSpec().label  # the number is the same quantity
+    spec = TopoLipSpec(backend="gudhi")
+    assert spec.label == TopoLipSpec().label  # the number is the same quantity
     via_spec = layer_diagrams({f"l{i}": c for i, c in enumerate(clouds)}, spec, n_jobs=1)
     assert all(_same(x, via_spec[f"l{i}"]) for i, x in enumerate(one))
 
@@ -386,7 +387,7 @@ def test_unknown_or_missing_backend_is_named(monkeypatch):
     import sys
 
     from topolip.diagrams import rips_diagrams_many
-    from topolip.metric import DistanceSpec
+    from topolip.spec import TopoLipSpec
 
     X = np.random.default_rng(0).normal(size=(5, 2))
     for bad in ("giotto", None, 1):
@@ -395,7 +396,7 @@ def test_unknown_or_missing_backend_is_named(monkeypatch):
     with pytest.raises(ValueError, match="backend"):
         rips_diagrams_many([X], backend="Ripser")
     with pytest.raises(ValueError, match="backend"):
-        DistanceSpec(backend="ripser.py")
+        TopoLipSpec(backend="ripser.py")
     monkeypatch.setitem(sys.modules, "gudhi.sklearn.rips_persistence", None)
     with pytest.raises(ImportError, match="pip install gudhi"):
         rips_diagrams(X, backend="gudhi")

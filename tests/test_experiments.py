@@ -29,7 +29,7 @@ from topolip.figures import (
     plot_topolip_by_layer,
     plot_topolip_vs_accuracy,
 )
-from topolip.metric import DistanceSpec, topological_displacement
+from topolip.metric import topological_displacement
 from topolip.models import collect_activations
 from topolip.ood import (
     load_ood_batches,
@@ -39,6 +39,7 @@ from topolip.ood import (
     ood_behaviour,
 )
 from topolip.robustness import max_softmax, robustness_curves
+from topolip.spec import TopoLipSpec
 from topolip.sweeps import run_sweeps, sweep_points
 from topolip.train import ModelSpec, TrainConfig, accuracy, fit
 
@@ -74,7 +75,7 @@ def test_measure_bounds_recreates_the_topolip_perturbations(trained, data):
     chains = bounds[bounds["perturbation"] != LOCAL]
     assert (chains["eps"] <= chains["eps_bound_chain"] * (1 + 1e-6) + 1e-5).all()
     # the same perturbed clouds as the TopoLip measurement of the same batch and seed
-    topo = measure_model(trained, x, y, kinds, DistanceSpec(degrees=(0,)), n_points=12,
+    topo = measure_model(trained, x, y, kinds, TopoLipSpec(degrees=(0,)), n_points=12,
                          seed=0, pgd_steps=2, baseline_measures=False).layers
     topo.insert(0, "arch", "resnet")
     topo.insert(1, "seed", 0)
@@ -83,7 +84,7 @@ def test_measure_bounds_recreates_the_topolip_perturbations(trained, data):
     assert (joined["ratio"].iloc[1:].dropna() <= joined["two_lip"].iloc[1:].dropna()).all()
     with pytest.raises(ValueError, match="unknown kinds"):
         measure_bounds(trained, x, y, {"fog": 1}, n_points=12)
-    with pytest.raises(ValueError, match="n_points must be an integer in 1..24"):
+    with pytest.raises(ValueError, match="n_points must be an int between 2 and the 24 images"):
         measure_bounds(trained, x, y, kinds, n_points=30)
 
 
@@ -337,7 +338,7 @@ def test_figures_draw_from_tables_and_are_byte_stable(trained, data):
 
     x, y = data.x_test[:30], data.y_test[:30]
     curves = robustness_curves(trained, x, y, {"fgsm": [0.0, 0.1], "contrast": [0, 3]})
-    m = measure_model(trained, x, y, {"fgsm": 0.1, "contrast": 3}, DistanceSpec(),
+    m = measure_model(trained, x, y, {"fgsm": 0.1, "contrast": 3}, TopoLipSpec(),
                       baseline_measures=False)
     curves2, topo2, summary2 = [], [], []
     for seed in (0, 1):

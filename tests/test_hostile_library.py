@@ -24,7 +24,8 @@ from topolip.bounds import (
 from topolip.data import load_cifar10, load_dataset, load_mnist
 from topolip.diagrams import Diagram, check_diagram, check_points, rips_diagrams
 from topolip.distances import bottleneck, diagram_distance, wasserstein
-from topolip.metric import DistanceSpec, median_pairwise_distance, topolip_table
+from topolip.metric import median_pairwise_distance, topolip_table
+from topolip.spec import TopoLipSpec
 from topolip.train import (
     ModelSpec,
     TrainConfig,
@@ -126,12 +127,12 @@ def test_check_points_refuses_complex_and_text(bad, match):
 @pytest.mark.parametrize("degrees", [(0.5, 1.7), (0, 1.0), ("0",), "01", (True,), (-1,), ()])
 def test_distance_spec_refuses_non_integer_degrees(degrees):
     with pytest.raises(ValueError, match="degrees"):
-        DistanceSpec(degrees=degrees)
+        TopoLipSpec(degrees=degrees)
 
 
 def test_distance_spec_keeps_integer_degrees():
-    assert DistanceSpec(degrees=(np.int64(1), 0)).degrees == (1, 0)
-    assert DistanceSpec(degrees=1).degrees == (1,)
+    assert TopoLipSpec(degrees=(np.int64(1), 0)).degrees == (1, 0)
+    assert TopoLipSpec(degrees=1).degrees == (1,)
 
 
 def test_diagram_distances_refuse_complex_diagrams():

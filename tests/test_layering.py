@@ -28,6 +28,7 @@ PACKAGE = ROOT / "topolip"
 TORCH_FREE = [
     "topolip.diagrams",
     "topolip.distances",
+    "topolip.spec",
     "topolip.stats",
     "topolip.measure_study",
     "topolip.masking",
@@ -37,7 +38,7 @@ TORCH_FREE = [
     "topolip.report",
     "topolip.figures",
 ]
-MODEL_FREE = ["topolip.diagrams", "topolip.distances"]
+MODEL_FREE = ["topolip.diagrams", "topolip.distances", "topolip.spec"]
 FORBIDDEN_IN_SCIENCE = ("topolip.pipeline", "topolip.cli")
 
 

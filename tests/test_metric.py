@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from topolip.metric import (
-    DistanceSpec,
     EnvelopeViolation,
     layer_diagrams,
     median_pairwise_distance,
@@ -14,6 +13,7 @@ from topolip.metric import (
     topolip_table,
     topological_displacement,
 )
+from topolip.spec import TopoLipSpec
 
 
 @pytest.fixture
@@ -101,9 +101,9 @@ def test_bad_input_names_the_layer(clouds):
     with pytest.raises(ValueError, match="all points coincide"):
         median_pairwise_distance(np.ones((5, 2)))
     with pytest.raises(ValueError, match="q: expected the ground metric l_q"):
-        DistanceSpec(q=3)
+        TopoLipSpec(q=3)
     with pytest.raises(ValueError, match="p: expected the order p >= 1"):
-        DistanceSpec(p=0.5)
+        TopoLipSpec(p=0.5)
 
 
 def test_known_displacement_by_hand():
@@ -114,5 +114,5 @@ def test_known_displacement_by_hand():
     assert topological_displacement(square, 2 * square) == pytest.approx(3 + h1, rel=1e-12)
     # p = 2: degrees combine as sqrt(W0^2 + W1^2), W0^2 = 3, W1^2 = ((sqrt2-1)/2)^2 + (sqrt2-1)^2
     w1_sq = (math.sqrt(2) - 1) ** 2 / 4 + (math.sqrt(2) - 1) ** 2
-    assert topological_displacement(square, 2 * square, DistanceSpec(p=2)) == pytest.approx(
+    assert topological_displacement(square, 2 * square, TopoLipSpec(p=2)) == pytest.approx(
         math.sqrt(3 + w1_sq), rel=1e-12)

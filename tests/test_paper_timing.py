@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from topolip.metric import DistanceSpec
+from topolip.spec import TopoLipSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,7 +28,7 @@ def paper_topolip():
                          ["archs"])
 def test_paper_size_models_time_every_phase(paper_topolip, arch):
     paper = yaml.safe_load((ROOT / "data/profiles/paper.yml").read_text())
-    row = paper_topolip.time_model(arch, paper[arch], 12, DistanceSpec(), "cpu")
+    row = paper_topolip.time_model(arch, paper[arch], 12, TopoLipSpec(), "cpu")
     assert row["arch"] == arch and row["n_points"] == 12 and row["probe_points"] >= 3
     phases = ("forward_s", "distance_matrices_s", "clean_diagrams_s", "table_s")
     assert all(row[k] > 0 for k in phases)

@@ -3,7 +3,8 @@
 These are the loops the notebooks run for every model and seed; they live here so that a
 notebook holds parameters, narrative and plots only. :func:`measure_model` is the full
 measurement of one model (per-layer TopoLip, its noise floor, the accuracy each perturbation
-costs, and the baseline measures of the measure study).
+costs, and the baseline measures of the measure study). :func:`model_images` is the one rule
+that picks the images a model is measured on.
 """
 
 from __future__ import annotations
@@ -21,12 +22,19 @@ from . import baselines
 from .attacks import PERTURBATIONS, check_strength, perturb_at
 from .diagrams import pairwise_distances
 from .distances import diagram_distance
-from .metric import DistanceSpec, layer_diagrams, median_pairwise_distance, summarize, topolip_table
+from .metric import (
+    LayerDiagrams,
+    layer_diagrams,
+    median_pairwise_distance,
+    summarize,
+    topolip_table,
+)
 from .models import collect_activations, forward_probes
+from .spec import TopoLipSpec, check_n_points
 
 __all__ = [
-    "ModelMeasurement", "measure_bounds", "measure_bounds_trained",
-    "measure_model", "measure_trained", "model_summaries", "seed_batch",
+    "ModelImages", "ModelMeasurement", "measure_bounds", "measure_bounds_trained",
+    "measure_model", "measure_trained", "model_images", "model_summaries", "seed_batch",
 ]
 
 
@@ -77,6 +85,81 @@ def seed_batch(x: torch.Tensor, y: torch.Tensor, n: int, seed: int, *,
 
 
 @dataclass(frozen=True)
+class ModelImages:
+    """The images one trained model is measured on (:func:`model_images`).
+
+    ``x``, ``y``: the evaluation batch, shapes (n, C, H, W) and (n,), on which accuracies are
+    taken; its first ``n_points`` images are the point cloud (:attr:`cloud`). ``x_floor``: the
+    noise floor's clean batch of ``n_points`` images, disjoint from the cloud, or ``None``."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    n_points: int | None = None
+    x_floor: torch.Tensor | None = None
+
+    @property
+    def cloud(self) -> torch.Tensor:
+        """The images of the point cloud, ``x[:n_points]`` (all of ``x`` without ``n_points``)."""
+        return self.x if self.n_points is None else self.x[:self.n_points]
+
+
+def model_images(x: torch.Tensor, y: torch.Tensor, seed: int, *, n_points: int | None = None,
+                 n_robust: int = 0, floor: bool = False) -> ModelImages:
+    """The one rule that picks a model's images: cloud, accuracy batch and noise-floor batch.
+
+    Every per-model task (:func:`measure_trained`, :func:`measure_bounds_trained`,
+    :func:`topolip.ood.measure_ood_trained`, :func:`topolip.robustness.robustness_trained`)
+    and the sweeps (``07_sweeps``) take their images here, from the seeded permutation of
+    :func:`seed_batch`: the evaluation batch is its first ``max(n_robust, n_points)`` images,
+    the point cloud the first ``n_points`` of those, and the noise floor's clean batch the next
+    ``n_points`` (disjoint from the cloud).
+
+    Parameters
+    ----------
+    x : torch.Tensor of shape (N, C, H, W)
+        The images to draw from (a test set, an out-of-distribution set), pixels in [0, 1].
+    y : torch.Tensor of shape (N,)
+        Their labels.
+    seed : int
+        The model's training seed: the models of one seed share their images.
+    n_points : int, optional
+        Images per point cloud (:func:`topolip.spec.check_n_points`); ``None`` for a task
+        without a cloud.
+    n_robust : int, default=0
+        Images of the accuracy batch (at least ``n_points`` are taken).
+    floor : bool, default=False
+        Draw the noise floor's batch too (needs ``2 * n_points <= N``).
+
+    Returns
+    -------
+    ModelImages
+
+    Raises
+    ------
+    ValueError
+        If ``n_points`` is out of range, ``floor`` is asked without ``n_points``, or the
+        batch does not fit in ``x``.
+
+    Examples
+    --------
+    >>> x, y = torch.arange(10.0).reshape(10, 1, 1, 1), torch.arange(10)
+    >>> b = model_images(x, y, 0, n_points=3, n_robust=5, floor=True)
+    >>> len(b.x), len(b.cloud), len(b.x_floor)
+    (5, 3, 3)
+    >>> set(b.cloud.flatten().tolist()) & set(b.x_floor.flatten().tolist())
+    set()
+    """
+    if n_points is not None:
+        n_points = check_n_points(n_points, len(x), floor=floor)
+    elif floor:
+        raise ValueError("floor=True needs n_points: the noise floor's batch has n_points images")
+    n = max(n_robust, n_points or 0)
+    batch_x, batch_y = seed_batch(x, y, n, seed)
+    x_floor = seed_batch(x, y, n_points, seed, offset=n_points)[0] if floor else None
+    return ModelImages(batch_x, batch_y, n_points, x_floor)
+
+
+@dataclass(frozen=True)
 class ModelMeasurement:
     """Everything :func:`measure_model` measures on one model.
 
@@ -90,12 +173,13 @@ class ModelMeasurement:
 
 
 def _noise_floor(clean: Mapping[str, np.ndarray], floor: Mapping[str, np.ndarray],
-                 spec: DistanceSpec, clean_dgms: Mapping, *, n_perm: int | None = None,
+                 spec: TopoLipSpec, clean_dgms: LayerDiagrams, *,
                  n_jobs: int | None = None) -> dict[str, float]:
     """Δ_ℓ between the clean batch and a disjoint clean batch of the same size, per layer
-    (both diagrams with the same ``n_perm`` subsampling)."""
+    (both diagrams made with ``spec``, its ``n_perm`` subsampling included)."""
+    spec.check_diagrams(clean_dgms, "the clean diagrams of the noise floor")
     labels = list(clean)
-    floor_dgms = layer_diagrams({label: floor[label] for label in labels}, spec, n_perm=n_perm,
+    floor_dgms = layer_diagrams({label: floor[label] for label in labels}, spec,
                                 distances={label: pairwise_distances(floor[label])
                                            for label in labels}, n_jobs=n_jobs)
     return {label: float(diagram_distance(clean_dgms[label], floor_dgms[label], p=spec.p,
@@ -108,12 +192,11 @@ def measure_model(
     x: torch.Tensor,
     y: torch.Tensor,
     perturbations: Mapping[str, float],
-    spec: DistanceSpec = DistanceSpec(),
+    spec: TopoLipSpec = TopoLipSpec(),
     *,
     n_points: int | None = None,
     x_floor: torch.Tensor | None = None,
     seed: int = 0,
-    n_perm: int | None = None,
     baseline_measures: bool = True,
     estimate_samples: int = 4,
     estimate_n_iter: int = 10,
@@ -137,10 +220,12 @@ def measure_model(
         Their labels.
     perturbations : mapping of str to float
         ``{kind: strength}``: ε in pixel units (attacks, L∞) or severity 0..5 (corruptions).
-    spec : DistanceSpec
-        Degrees, Wasserstein order ``p`` and ground metric ``q``.
+    spec : TopoLipSpec
+        Degrees, Wasserstein order ``p``, ground metric ``q``, backend and greedy subsample
+        ``n_perm`` of every diagram (the noise floor's included).
     n_points : int, optional
-        Images of each point cloud (default all of ``x``); ``2 <= n_points <= n``.
+        Images of each point cloud (default all of ``x``); ``2 <= n_points <= n``
+        (:func:`topolip.spec.check_n_points`).
     x_floor : torch.Tensor of shape (n_points, C, H, W), optional
         A clean batch disjoint from ``x[:n_points]``: its displacement from the clean batch at
         each layer is the noise floor (columns ``noise_floor*``, ``within_noise_floor``,
@@ -148,8 +233,6 @@ def measure_model(
     seed : int, default=0
         Seed of the random perturbations (pass the training seed: the models of one seed then
         see the same images and the same random perturbations).
-    n_perm : int, optional
-        Greedy-permutation subsample size for the diagrams.
     baseline_measures : bool, default=True
         Compute the measure study's baselines (:mod:`topolip.baselines`).
     estimate_samples, estimate_n_iter : int
@@ -190,9 +273,7 @@ def measure_model(
     if unknown:
         raise ValueError(f"unknown perturbation(s) {unknown}; known: {list(PERTURBATIONS)}")
     n = len(x)
-    n_points = n if n_points is None else n_points
-    if not (isinstance(n_points, int) and 2 <= n_points <= n):
-        raise ValueError(f"n_points must be an int between 2 and the {n} images, got {n_points!r}")
+    n_points = n if n_points is None else check_n_points(n_points, n)
     if x_floor is not None and tuple(x_floor.shape) != (n_points, *x.shape[1:]):
         raise ValueError(f"x_floor must have shape {(n_points, *x.shape[1:])}, got "
                          f"{tuple(x_floor.shape)}")
@@ -206,11 +287,11 @@ def measure_model(
     # One distance matrix per cloud, shared by the diagrams, the scales and the baselines.
     clean_d = {label: pairwise_distances(a, f"clean activations at {label!r}")
                for label, a in clean.items()}
-    clean_dgms = layer_diagrams(clean, spec, n_perm=n_perm, distances=clean_d, n_jobs=n_jobs)
+    clean_dgms = layer_diagrams(clean, spec, distances=clean_d, n_jobs=n_jobs)
     scales = {label: median_pairwise_distance(a, distances=clean_d[label])
               for label, a in clean.items()}
     floor = (_noise_floor(clean, collect_activations(model, x_floor), spec, clean_dgms,
-                          n_perm=n_perm, n_jobs=n_jobs)
+                          n_jobs=n_jobs)
              if x_floor is not None else None)
     model_level = {}
     if baseline_measures:
@@ -228,7 +309,7 @@ def measure_model(
         correct_t = logits_t.argmax(1) == labels
         pert_d = {label: pairwise_distances(a, f"perturbed activations at {label!r}")
                   for label, a in pert.items()}
-        table = topolip_table(clean, pert, spec, clean_diagrams=clean_dgms, n_perm=n_perm,
+        table = topolip_table(clean, pert, spec, clean_diagrams=clean_dgms,
                               clean_distances=clean_d, perturbed_distances=pert_d,
                               n_jobs=n_jobs)
         table.insert(0, "perturbation", kind)
@@ -275,15 +356,14 @@ def measure_model(
 
 
 def measure_trained(model: nn.Module, row: Mapping, *, data, perturbations: Mapping[str, float],
-                    spec: DistanceSpec = DistanceSpec(), n_points: int, n_robust: int,
-                    n_perm: int | None = None, pgd_steps: int = 10
-                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+                    spec: TopoLipSpec = TopoLipSpec(), n_points: int, n_robust: int,
+                    pgd_steps: int = 10) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`measure_model` of one trained model of ``models.csv`` on its seed's images.
 
-    The per-model task of ``02_topolip`` (:func:`topolip.tasks.map_models` calls it): the
-    evaluation batch is the first ``max(n_robust, n_points)`` images of the seed's permutation
-    of the test set (:func:`seed_batch`), the TopoLip cloud its first ``n_points``, and the
-    noise floor's clean batch the next ``n_points`` images.
+    The per-model task of ``02_topolip`` (:func:`topolip.tasks.map_models` calls it), on the
+    seed's images of the test set (:func:`model_images`): the evaluation batch is the first
+    ``max(n_robust, n_points)`` images of the seed's permutation, the TopoLip cloud its first
+    ``n_points``, and the noise floor's clean batch the next ``n_points`` images.
 
     Parameters
     ----------
@@ -295,12 +375,11 @@ def measure_trained(model: nn.Module, row: Mapping, *, data, perturbations: Mapp
         The data set (its test images, pixels in [0, 1]).
     perturbations : mapping of str to float
         ``{kind: strength}`` as in :func:`measure_model`.
-    spec : DistanceSpec
-        Degrees, ``p`` and ``q``.
+    spec : TopoLipSpec
+        Degrees, ``p``, ``q``, backend and ``n_perm`` (of every cloud, the noise floor's
+        included).
     n_points, n_robust : int
         Images per point cloud; images of the accuracy drop (at least ``n_points``).
-    n_perm : int, optional
-        Greedy-permutation subsample size (of every cloud, the noise floor's included).
     pgd_steps : int, default=10
         Steps of PGD.
 
@@ -312,13 +391,13 @@ def measure_trained(model: nn.Module, row: Mapping, *, data, perturbations: Mapp
     Raises
     ------
     ValueError
-        As :func:`seed_batch` and :func:`measure_model`.
+        As :func:`model_images` and :func:`measure_model`.
     """
     seed = int(row["seed"])
-    x, y = seed_batch(data.x_test, data.y_test, max(n_robust, n_points), seed)
-    x_floor, _ = seed_batch(data.x_test, data.y_test, n_points, seed, offset=n_points)
-    m = measure_model(model, x, y, perturbations, spec, n_points=n_points, x_floor=x_floor,
-                      seed=seed, n_perm=n_perm, pgd_steps=pgd_steps,
+    images = model_images(data.x_test, data.y_test, seed, n_points=n_points, n_robust=n_robust,
+                          floor=True)
+    m = measure_model(model, images.x, images.y, perturbations, spec, n_points=n_points,
+                      x_floor=images.x_floor, seed=seed, pgd_steps=pgd_steps,
                       num_classes=int(data.y_test.max()) + 1)
     return m.layers, m.summary
 
@@ -365,7 +444,8 @@ def measure_bounds(
     perturbations : mapping of str to float
         ``{kind: strength}``: ε in pixel units (attacks, L∞) or severity 0..5 (corruptions).
     n_points : int
-        Images of each point cloud, ``1 <= n_points <= n``.
+        Images of each point cloud, ``2 <= n_points <= n``
+        (:func:`topolip.spec.check_n_points`).
     seed : int, default=0
         Seed of the random perturbations and of the estimate's start vectors (pass the
         training seed, as for :func:`measure_model`).
@@ -404,9 +484,7 @@ def measure_bounds(
     from .bound_tables import LOCAL
     from .bounds import layer_bounds
 
-    if not (isinstance(n_points, int) and 1 <= n_points <= len(x)):
-        raise ValueError(f"n_points must be an integer in 1..{len(x)} (the images of x); "
-                         f"got {n_points!r}")
+    n_points = check_n_points(n_points, len(x))
     unknown = sorted(set(perturbations) - set(PERTURBATIONS))
     if unknown:
         raise ValueError(f"perturbations has unknown kinds {unknown}; known: "
@@ -432,8 +510,9 @@ def measure_bounds_trained(model: nn.Module, row: Mapping, *, data,
     """:func:`measure_bounds` of one trained model of ``models.csv`` on its seed's images.
 
     The per-model task of ``05_bounds_vs_measured`` (:func:`topolip.tasks.map_models` calls
-    it): the batch :func:`measure_trained` measured (the first ``max(n_robust, n_points)``
-    images of the seed's permutation of the test set), perturbed as it was.
+    it): the batch :func:`measure_trained` measured (:func:`model_images`: the first
+    ``max(n_robust, n_points)`` images of the seed's permutation of the test set), perturbed
+    as it was.
 
     Parameters
     ----------
@@ -458,10 +537,10 @@ def measure_bounds_trained(model: nn.Module, row: Mapping, *, data,
     Raises
     ------
     ValueError
-        As :func:`seed_batch` and :func:`measure_bounds`.
+        As :func:`model_images` and :func:`measure_bounds`.
     """
     seed = int(row["seed"])
-    x, y = seed_batch(data.x_test, data.y_test, max(n_robust, n_points), seed)
-    return measure_bounds(model, x, y, perturbations, n_points=n_points, seed=seed,
+    images = model_images(data.x_test, data.y_test, seed, n_points=n_points, n_robust=n_robust)
+    return measure_bounds(model, images.x, images.y, perturbations, n_points=n_points, seed=seed,
                           pgd_steps=pgd_steps, estimate_samples=estimate_samples,
                           estimate_n_iter=estimate_n_iter)

@@ -23,25 +23,22 @@ raises :class:`EnvelopeViolation`.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from .diagrams import (
-    check_backend,
-    check_degrees,
     check_points,
     pairwise_distances,
     rips_diagrams,
     rips_diagrams_many,
 )
-from .distances import check_ground_metric, check_order, diagram_distance
+from .distances import diagram_distance
+from .spec import TopoLipSpec
 
 __all__ = [
-    "DistanceSpec", "EnvelopeViolation", "layer_diagrams", "median_pairwise_distance",
+    "EnvelopeViolation", "LayerDiagrams", "layer_diagrams", "median_pairwise_distance",
     "summarize", "topolip_table", "topological_displacement",
 ]
 
@@ -50,47 +47,33 @@ class EnvelopeViolation(RuntimeError):
     """A layer's bottleneck displacement exceeded its certified envelope ``2 ε_ℓ``: a bug."""
 
 
-@dataclass(frozen=True)
-class DistanceSpec:
-    """Which diagram distance a number is: degrees, Wasserstein order ``p``, ground metric ``l_q``.
+class LayerDiagrams(dict):
+    """``{label: RipsDiagrams}`` of one set of clouds, with the spec that made them.
 
-    ``backend`` names who computes the diagrams (:data:`topolip.diagrams.BACKENDS`); it is not
-    part of the :attr:`label`: both backends give the same diagrams up to float32 rounding
-    (:func:`topolip.diagrams.rips_diagrams`).
+    A ``dict`` (probe labels in order) whose read-only :attr:`spec`
+    (:class:`topolip.spec.TopoLipSpec`) records the degrees, subsample and backend of its
+    diagrams: :func:`topolip_table` and the noise floor refuse diagrams made with another spec
+    (:meth:`topolip.spec.TopoLipSpec.check_diagrams`). Built by :func:`layer_diagrams`.
 
     Raises
     ------
-    ValueError
-        If ``p < 1``, ``q`` is not 1, 2 or inf, ``degrees`` is empty or holds a negative value,
-        or ``backend`` is unknown.
-    ImportError
-        If ``backend="gudhi"`` and GUDHI is not installed.
-
-    Examples
-    --------
-    >>> DistanceSpec().label
-    'W_{p=1, q=inf}, degrees H0+H1'
+    TypeError
+        If ``spec`` is not a :class:`topolip.spec.TopoLipSpec`.
     """
 
-    degrees: tuple[int, ...] = (0, 1)
-    p: float = 1.0
-    q: float = math.inf
-    backend: str = "ripser"
-
-    def __post_init__(self) -> None:
-        degrees = self.degrees
-        check_degrees(degrees)  # the order given is kept: it is the label's
-        degrees = (degrees,) if isinstance(degrees, numbers.Integral) else degrees
-        object.__setattr__(self, "degrees", tuple(int(k) for k in degrees))
-        object.__setattr__(self, "p", check_order(self.p))
-        object.__setattr__(self, "q", check_ground_metric(self.q))
-        object.__setattr__(self, "backend", check_backend(self.backend))
+    def __init__(self, diagrams, spec: TopoLipSpec) -> None:
+        if not isinstance(spec, TopoLipSpec):
+            raise TypeError(f"spec must be a TopoLipSpec, got {type(spec).__name__}")
+        super().__init__(diagrams)
+        self._spec = spec
 
     @property
-    def label(self) -> str:
-        fmt = lambda v: "inf" if math.isinf(v) else f"{v:g}"  # noqa: E731
-        return (f"W_{{p={fmt(self.p)}, q={fmt(self.q)}}}, degrees "
-                + "+".join(f"H{k}" for k in self.degrees))
+    def spec(self) -> TopoLipSpec:
+        """The spec the diagrams were made with."""
+        return self._spec
+
+    def __repr__(self) -> str:
+        return f"LayerDiagrams({list(self)}, spec={self.spec!r})"
 
 
 def median_pairwise_distance(points: np.ndarray, name: str = "points", *,
@@ -132,26 +115,29 @@ def median_pairwise_distance(points: np.ndarray, name: str = "points", *,
     return s
 
 
-def layer_diagrams(acts: Mapping[str, np.ndarray], spec: DistanceSpec = DistanceSpec(), *,
-                   n_perm: int | None = None,
+def layer_diagrams(acts: Mapping[str, np.ndarray], spec: TopoLipSpec = TopoLipSpec(), *,
                    distances: Mapping[str, np.ndarray] | None = None,
-                   n_jobs: int | None = None) -> dict:
-    """Rips diagrams of every layer's cloud: ``{label: RipsDiagrams}`` (see ``rips_diagrams``).
+                   n_jobs: int | None = None) -> LayerDiagrams:
+    """Rips diagrams of every layer's cloud, made with ``spec`` (see ``rips_diagrams``).
 
     Parameters
     ----------
     acts : mapping of str to ndarray of shape (m, d_ℓ)
         Flattened activations per probe point (as from ``collect_activations``).
-    spec : DistanceSpec
-        Its ``degrees`` are computed.
-    n_perm : int, optional
-        Greedy-permutation subsample size (the covering radius is recorded in the result).
+    spec : TopoLipSpec
+        Its ``degrees`` are computed, with its ``backend`` and greedy subsample ``n_perm`` (the
+        covering radius is recorded in each layer's result).
     distances : mapping of str to ndarray of shape (m, m), optional
         Each layer's distance matrix (:func:`topolip.diagrams.pairwise_distances`), reused
         instead of computed again; layers it lacks are computed.
     n_jobs : int, optional
         Worker processes for ripser (:func:`topolip.diagrams.rips_diagrams_many`; default
         :func:`topolip.diagrams.default_jobs`). The diagrams do not depend on it.
+
+    Returns
+    -------
+    LayerDiagrams
+        ``{label: RipsDiagrams}`` in the order of ``acts``, recording ``spec``.
 
     Raises
     ------
@@ -161,11 +147,11 @@ def layer_diagrams(acts: Mapping[str, np.ndarray], spec: DistanceSpec = Distance
     distances = distances or {}
     labels = list(acts)
     dgms = rips_diagrams_many([_named(acts[label], f"activations at {label!r}")
-                               for label in labels], degrees=spec.degrees, n_perm=n_perm,
-                              backend=spec.backend,
+                               for label in labels], degrees=spec.degrees,
+                              n_perm=spec.n_perm, backend=spec.backend,
                               distances=[distances.get(label) for label in labels],
                               n_jobs=n_jobs)
-    return dict(zip(labels, dgms, strict=True))
+    return LayerDiagrams(zip(labels, dgms, strict=True), spec)
 
 
 def _named(a, name: str):
@@ -177,14 +163,13 @@ def _named(a, name: str):
     return a
 
 
-def _distance(a, b, spec: DistanceSpec, p: float | None = None, q: float | None = None) -> float:
+def _distance(a, b, spec: TopoLipSpec, p: float | None = None, q: float | None = None) -> float:
     return float(diagram_distance(a, b, p=spec.p if p is None else p,
                                   q=spec.q if q is None else q, degrees=spec.degrees))
 
 
 def topological_displacement(clean: np.ndarray, perturbed: np.ndarray,
-                             spec: DistanceSpec = DistanceSpec(), *,
-                             n_perm: int | None = None) -> float:
+                             spec: TopoLipSpec = TopoLipSpec()) -> float:
     """``Δ = W_{p,q}(Dgm(clean), Dgm(perturbed))`` of two point clouds (any sizes and dims).
 
     Parameters
@@ -192,10 +177,9 @@ def topological_displacement(clean: np.ndarray, perturbed: np.ndarray,
     clean, perturbed : ndarray of shape (m, d) and (m', d')
         Point clouds in activation units (Euclidean metric); they need no pairing and no common
         dimension.
-    spec : DistanceSpec
-        Degrees, order ``p`` and ground metric ``q``.
-    n_perm : int, optional
-        Greedy-permutation subsample size for the diagrams (see ``rips_diagrams``).
+    spec : TopoLipSpec
+        Degrees, order ``p``, ground metric ``q``, backend and greedy subsample ``n_perm`` of
+        the diagrams (see ``rips_diagrams``).
 
     Returns
     -------
@@ -214,26 +198,25 @@ def topological_displacement(clean: np.ndarray, perturbed: np.ndarray,
     diagonal, (√2 - 1)/2 + (√2 - 1) = 0.62132:
 
     >>> square = np.array([[0.0, 0], [1, 0], [1, 1], [0, 1]])
-    >>> round(topological_displacement(square, 2 * square, DistanceSpec(degrees=(0,))), 6)
+    >>> round(topological_displacement(square, 2 * square, TopoLipSpec(degrees=(0,))), 6)
     3.0
     >>> round(topological_displacement(square, 2 * square), 5)
     3.62132
     """
-    a = rips_diagrams(check_points(clean, "clean"), degrees=spec.degrees, n_perm=n_perm,
+    a = rips_diagrams(check_points(clean, "clean"), degrees=spec.degrees, n_perm=spec.n_perm,
                       backend=spec.backend)
-    b = rips_diagrams(check_points(perturbed, "perturbed"), degrees=spec.degrees, n_perm=n_perm,
-                      backend=spec.backend)
+    b = rips_diagrams(check_points(perturbed, "perturbed"), degrees=spec.degrees,
+                      n_perm=spec.n_perm, backend=spec.backend)
     return _distance(a, b, spec)
 
 
 def topolip_table(
     clean: Mapping[str, np.ndarray],
     perturbed: Mapping[str, np.ndarray],
-    spec: DistanceSpec = DistanceSpec(),
+    spec: TopoLipSpec = TopoLipSpec(),
     *,
     paired: bool = True,
-    clean_diagrams: Mapping | None = None,
-    n_perm: int | None = None,
+    clean_diagrams: LayerDiagrams | None = None,
     rtol: float = 1e-6,
     clean_distances: Mapping[str, np.ndarray] | None = None,
     perturbed_distances: Mapping[str, np.ndarray] | None = None,
@@ -245,16 +228,15 @@ def topolip_table(
     ----------
     clean, perturbed : mapping of str to ndarray of shape (m, d_ℓ)
         Activations at the same probe labels, in the same order (``"input"`` first).
-    spec : DistanceSpec
-        Degrees, ``p`` and ``q`` of every ``Δ_ℓ``.
+    spec : TopoLipSpec
+        Degrees, ``p``, ``q``, backend and greedy subsample ``n_perm`` of every ``Δ_ℓ``.
     paired : bool, default=True
         Row ``i`` of ``perturbed`` is the perturbation of row ``i`` of ``clean`` (attacks, noise,
         corruptions). Then ``ε_ℓ``, the bottleneck displacement and the envelope are reported
         and checked. ``False`` for another data set (out-of-distribution).
-    clean_diagrams : mapping, optional
-        Precomputed :func:`layer_diagrams` of ``clean`` (reuse across perturbations).
-    n_perm : int, optional
-        Greedy-permutation subsample size for the diagrams.
+    clean_diagrams : LayerDiagrams, optional
+        Precomputed :func:`layer_diagrams` of ``clean`` with ``spec`` (reuse across
+        perturbations).
     rtol : float, default=1e-6
         ``TopoLip_ℓ`` is NaN (with a reason) when the scale-free ``Δ_{ℓ-1}`` is below this.
     clean_distances, perturbed_distances : mapping of str to ndarray of shape (m, m), optional
@@ -276,7 +258,8 @@ def topolip_table(
     Raises
     ------
     ValueError
-        If the label sets differ, a cloud is invalid, or ``paired`` clouds differ in size.
+        If the label sets differ, a cloud is invalid, ``paired`` clouds differ in size, or
+        ``clean_diagrams`` were made with another spec (or record none).
     EnvelopeViolation
         If ``bottleneck > envelope`` on some layer (beyond float32 rounding of ripser).
 
@@ -298,12 +281,13 @@ def topolip_table(
             clean_distances[label] = pairwise_distances(
                 check_points(clean[label], f"clean activations at {label!r}"))
     if clean_diagrams is None:
-        clean_diagrams = layer_diagrams(clean, spec, n_perm=n_perm, distances=clean_distances,
-                                        n_jobs=n_jobs)
+        clean_diagrams = layer_diagrams(clean, spec, distances=clean_distances, n_jobs=n_jobs)
+    else:
+        spec.check_diagrams(clean_diagrams, "clean_diagrams")
     moved = {label: check_points(perturbed[label], f"perturbed activations at {label!r}")
              for label in labels}
     moved_dgms = dict(zip(labels, rips_diagrams_many(
-        [moved[label] for label in labels], degrees=spec.degrees, n_perm=n_perm,
+        [moved[label] for label in labels], degrees=spec.degrees, n_perm=spec.n_perm,
         backend=spec.backend,
         distances=[perturbed_distances.get(label) for label in labels], n_jobs=n_jobs),
         strict=True))

@@ -42,10 +42,11 @@ from torchvision.transforms.v2 import InterpolationMode
 from torchvision.transforms.v2 import functional as TF
 
 from .data import ImageSplit, stratified_split
-from .experiments import seed_batch
-from .metric import DistanceSpec, layer_diagrams, topolip_table
+from .experiments import model_images
+from .metric import layer_diagrams, topolip_table
 from .models import collect_activations
 from .robustness import softmax_predictions
+from .spec import TopoLipSpec
 
 __all__ = [
     "OOD_SETS", "load_ood", "load_ood_batches", "measure_ood", "measure_ood_trained",
@@ -340,9 +341,7 @@ def measure_ood(
     model: nn.Module,
     x: torch.Tensor,
     ood: Mapping[str, torch.Tensor],
-    spec: DistanceSpec = DistanceSpec(),
-    *,
-    n_perm: int | None = None,
+    spec: TopoLipSpec = TopoLipSpec(),
 ) -> pd.DataFrame:
     """Per-layer TopoLip of ``model`` under distribution shift: clean batch against each OOD set.
 
@@ -359,10 +358,9 @@ def measure_ood(
     ood : mapping of str to torch.Tensor of shape (m', C, H, W)
         ``{set name: images}`` with pixels in [0, 1] and ``x``'s image shape (e.g. the images
         of :func:`load_ood_batches`); ``m'`` may differ from ``m``.
-    spec : DistanceSpec
-        Degrees, Wasserstein order ``p`` and ground metric ``q``.
-    n_perm : int, optional
-        Greedy-permutation subsample size for the diagrams.
+    spec : TopoLipSpec
+        Degrees, Wasserstein order ``p``, ground metric ``q``, backend and greedy subsample
+        ``n_perm`` of the diagrams.
 
     Returns
     -------
@@ -394,11 +392,11 @@ def measure_ood(
             raise ValueError(f"OOD set {name!r} must be images of shape (m', "
                              f"{', '.join(map(str, x.shape[1:]))}) like x, got {got}")
     clean = collect_activations(model, x)
-    clean_dgms = layer_diagrams(clean, spec, n_perm=n_perm)
+    clean_dgms = layer_diagrams(clean, spec)
     tables = []
     for name, x_o in ood.items():
         table = topolip_table(clean, collect_activations(model, x_o), spec, paired=False,
-                              clean_diagrams=clean_dgms, n_perm=n_perm)
+                              clean_diagrams=clean_dgms)
         table.insert(0, "ood_set", name)
         table.insert(1, "n_clean", len(x))
         table.insert(2, "n_ood", len(x_o))
@@ -408,8 +406,8 @@ def measure_ood(
 
 def measure_ood_trained(model: nn.Module, row: Mapping, *, data: ImageSplit,
                         ood: Mapping[str, tuple[torch.Tensor, torch.Tensor]],
-                        spec: DistanceSpec = DistanceSpec(), n_points: int,
-                        n_perm: int | None = None, n_resamples: int = 20
+                        spec: TopoLipSpec = TopoLipSpec(), n_points: int,
+                        n_resamples: int = 20
                         ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Everything ``06_ood`` measures on one trained model of ``models.csv``.
 
@@ -431,12 +429,11 @@ def measure_ood_trained(model: nn.Module, row: Mapping, *, data: ImageSplit,
         The in-distribution data set (its test images and labels).
     ood : mapping of str to (images, labels)
         OOD batches as from :func:`load_ood_batches`.
-    spec : DistanceSpec
-        Degrees, ``p`` and ``q``.
+    spec : TopoLipSpec
+        Degrees, ``p``, ``q``, backend and ``n_perm``.
     n_points : int
-        Images per point cloud, from the test set and from each OOD set.
-    n_perm : int, optional
-        Greedy-permutation subsample size.
+        Images per point cloud, from the test set and from each OOD set (each by
+        :func:`topolip.experiments.model_images`).
     n_resamples : int, default=20
         Image bootstrap resamples of the AUROC.
 
@@ -452,9 +449,10 @@ def measure_ood_trained(model: nn.Module, row: Mapping, *, data: ImageSplit,
         As the functions it calls.
     """
     seed = int(row["seed"])
-    x, _ = seed_batch(data.x_test, data.y_test, n_points, seed)
-    ood_x = {name: seed_batch(xo, yo, n_points, seed)[0] for name, (xo, yo) in ood.items()}
-    table = measure_ood(model, x, ood_x, spec, n_perm=n_perm)
+    x = model_images(data.x_test, data.y_test, seed, n_points=n_points).cloud
+    ood_x = {name: model_images(xo, yo, seed, n_points=n_points).cloud
+             for name, (xo, yo) in ood.items()}
+    table = measure_ood(model, x, ood_x, spec)
     _check_resamples(n_resamples)
     scores = _scores(model, data.x_test, data.y_test, ood)  # one forward pass per set
     behaviour = _behaviour(scores)

@@ -35,7 +35,7 @@ from torch import nn
 
 from .attacks import PERTURBATIONS, check_strength, perturb, perturb_at
 from .corruptions import CORRUPTIONS
-from .experiments import seed_batch
+from .experiments import model_images
 from .tensors import check_images, eval_mode
 from .train import accuracy
 
@@ -287,7 +287,7 @@ def robustness_trained(model: nn.Module, row: Mapping, *, data, attack_eps: Sequ
 
     :func:`topolip.tasks.map_models` calls it on every trained model. The images are the first
     ``n_images`` of the seed's permutation of the test set
-    (:func:`topolip.experiments.seed_batch`: the architectures of a seed share them), attacked
+    (:func:`topolip.experiments.model_images`: the architectures of a seed share them), attacked
     and corrupted with the model's seed.
 
     Parameters
@@ -327,7 +327,7 @@ def robustness_trained(model: nn.Module, row: Mapping, *, data, attack_eps: Sequ
     ------
     ValueError
         As :func:`attack_ladder`, :func:`robustness_curves` and
-        :func:`topolip.experiments.seed_batch`; and if ``topolip_eps`` is not on
+        :func:`topolip.experiments.model_images`; and if ``topolip_eps`` is not on
         ``attack_eps`` or ``probe_steps`` is not below ``pgd_steps``.
     """
     if not any(math.isclose(float(topolip_eps), float(e), rel_tol=1e-9, abs_tol=1e-12)
@@ -337,7 +337,8 @@ def robustness_trained(model: nn.Module, row: Mapping, *, data, attack_eps: Sequ
         raise ValueError(f"probe_steps ({probe_steps}) must be below pgd_steps ({pgd_steps}): "
                          "the steps check compares a short PGD with the ladder's")
     seed = int(row["seed"])
-    x, y = seed_batch(data.x_test, data.y_test, n_images, seed)
+    images = model_images(data.x_test, data.y_test, seed, n_robust=n_images)
+    x, y = images.x, images.y
     ladder = attack_ladder(model, x, y, attack_eps, pgd_steps=pgd_steps,
                            pgd_restarts=pgd_restarts, apgd_steps=apgd_steps,
                            n_target_classes=n_target_classes, square_eps=topolip_eps,

@@ -31,7 +31,7 @@ from .attacks import PERTURBATIONS
 from .data import ImageSplit
 from .experiments import measure_model
 from .io import json_plain
-from .metric import DistanceSpec
+from .spec import TopoLipSpec
 from .tasks import TaskRunner, train_models
 from .train import ModelSpec, TrainConfig, checkpoint_path, spec_for
 
@@ -139,9 +139,8 @@ def run_sweeps(
     x: torch.Tensor,
     y: torch.Tensor,
     perturbations: Mapping[str, float],
-    spec: DistanceSpec = DistanceSpec(),
+    spec: TopoLipSpec = TopoLipSpec(),
     n_points: int | None = None,
-    n_perm: int | None = None,
     seeds: Sequence[int] = (0,),
     pgd_steps: int = 10,
     device: torch.device | str | None = None,
@@ -178,12 +177,11 @@ def run_sweeps(
     perturbations : mapping of str to float
         ``{kind: strength}`` (ε in pixel units for attacks, severity 0..5 for corruptions), as
         in :func:`topolip.experiments.measure_model`.
-    spec : DistanceSpec
-        Degrees, Wasserstein order ``p`` and ground metric ``q``.
+    spec : TopoLipSpec
+        Degrees, Wasserstein order ``p``, ground metric ``q``, backend and greedy subsample
+        ``n_perm`` of the diagrams.
     n_points : int, optional
         Images per point cloud (default all of ``x``).
-    n_perm : int, optional
-        Greedy-permutation subsample size for the diagrams.
     seeds : sequence of int, default=(0,)
         Training seeds; the perturbation of a model uses its training seed.
     pgd_steps : int, default=10
@@ -263,8 +261,7 @@ def run_sweeps(
                         desc=f"sweep {', '.join(sweeps)}",
                         measure_kwargs={"x": runner.share(x), "y": runner.share(y),
                                         "perturbations": dict(perturbations), "dspec": spec,
-                                        "n_points": n_points, "n_perm": n_perm,
-                                        "pgd_steps": pgd_steps})
+                                        "n_points": n_points, "pgd_steps": pgd_steps})
     done = dict(zip(jobs, outs, strict=True))
     rows = []
     for arch, points in points_of.items():
@@ -288,9 +285,9 @@ def run_sweeps(
 
 
 def _measure_point(model, spec: ModelSpec, config: TrainConfig, *, x, y, perturbations, dspec,
-                   n_points, n_perm, pgd_steps) -> pd.DataFrame:
+                   n_points, pgd_steps) -> pd.DataFrame:
     """The summary of :func:`measure_model` of one trained sweep model (a task's second half)."""
-    m = measure_model(model, x, y, perturbations, dspec, n_points=n_points, n_perm=n_perm,
+    m = measure_model(model, x, y, perturbations, dspec, n_points=n_points,
                       seed=config.seed, pgd_steps=pgd_steps,
                       num_classes=spec.params.get("num_classes"))
     return m.summary

@@ -88,11 +88,12 @@ def _activations(seed: int) -> tuple[dict, dict]:
 
 
 def _topolip_table() -> dict:
-    from topolip.metric import DistanceSpec, topolip_table
+    from topolip.metric import topolip_table
+    from topolip.spec import TopoLipSpec
 
     clean, pert = _activations(7)
     tables = [topolip_table(clean, pert, spec).assign(spec=name) for name, spec in
-              (("default", DistanceSpec()), ("p2_q2_h0", DistanceSpec(degrees=(0,), p=2, q=2)))]
+              (("default", TopoLipSpec()), ("p2_q2_h0", TopoLipSpec(degrees=(0,), p=2, q=2)))]
     return {"topolip_table.csv": pd.concat(tables, ignore_index=True)}
 
 
@@ -100,8 +101,8 @@ def _measure_model() -> dict:
     import torch
 
     from topolip.experiments import measure_model
-    from topolip.metric import DistanceSpec
     from topolip.models import build_model
+    from topolip.spec import TopoLipSpec
 
     torch.manual_seed(0)
     model = build_model("conv_stack", num_layers=2, channels=4).eval()
@@ -110,7 +111,7 @@ def _measure_model() -> dict:
     with torch.no_grad():  # the model's own predictions as labels: clean accuracy 1
         y = model(x).argmax(1)
     m = measure_model(model, x[:30], y[:30], {"gaussian_noise": 2, "contrast": 3},
-                      DistanceSpec(), n_points=30, x_floor=x[30:], seed=0,
+                      TopoLipSpec(), n_points=30, x_floor=x[30:], seed=0,
                       estimate_samples=2, estimate_n_iter=2, num_classes=10)
     return {"measure_model_layers.csv": m.layers, "measure_model_summary.csv": m.summary}
 
