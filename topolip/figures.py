@@ -395,8 +395,10 @@ def plot_end_to_end(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_f
                        label=_name(arch) if k == 0 else None)
     ax.axhline(1.0, color="0.4", ls=":", lw=1)
     _log_axis(ax)
-    # two-word names ("Gaussian noise", "Gaussian blur") on two lines, so neighbours never touch
-    ax.set_xticks(range(len(kinds)), [textwrap.fill(_name(k), 10) for k in kinds])
+    # a name longer than its column's share of the width (about 80 characters at 9 pt, over
+    # the columns) on two lines, so neighbours never touch ("Gaussian noise", "Gaussian blur")
+    chars = max(8, 80 // max(len(kinds), 1))
+    ax.set_xticks(range(len(kinds)), [textwrap.fill(_name(k), chars) for k in kinds])
     ax.set_ylabel(label)
     fig.legend(loc="upper center", frameon=False, ncol=min(len(order), 4),
                bbox_to_anchor=(0.5, 1.0))
