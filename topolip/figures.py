@@ -6,6 +6,9 @@ size) with fonts of at least 9 pt, human labels (:data:`topolip.report.ARCH_LABE
 colour-blind-safe palette of :data:`topolip.report.ARCH_COLORS`: blues for attention-based
 models, oranges for convolution-based ones. A figure names the profile it came from only
 through its ``profile_note`` argument (a small line under the panels) or the book's caption.
+
+Every log axis shows at least :data:`MIN_LOG_TICK_LABELS` labelled ticks, as plain numbers
+(:func:`_label_log_axes`, applied before each figure's layout).
 """
 
 from __future__ import annotations
