@@ -75,8 +75,10 @@ show_parameters(params)
 # $2\varepsilon_\ell$ on every simplex, so by the stability theorem of
 # {cite:t}`cohensteiner2007stability` (for Rips complexes, {cite:t}`chazal2014persistence`)
 #
-# $$ W_{\infty,\infty}\big(\mathrm{Dgm}(H_\ell X), \mathrm{Dgm}(H_\ell \tilde X)\big)
-#    \;\le\; 2\varepsilon_\ell \;\le\; 2\,\Big(\prod_{j\le\ell}\mathrm{Lip}(f_j)\Big)\,\varepsilon_0 .$$
+# $$ \begin{aligned}
+#    &W_{\infty,\infty}\big(\mathrm{Dgm}(H_\ell X), \mathrm{Dgm}(H_\ell \tilde X)\big) \\
+#    &\quad\le 2\varepsilon_\ell \le 2\,\Big(\prod_{j\le\ell}\mathrm{Lip}(f_j)\Big)\,\varepsilon_0 .
+#    \end{aligned} $$
 #
 # This is the *certified envelope* of the method page. Each factor is one layer's Lipschitz
 # constant, so with per-layer bounds $L_j \ge \mathrm{Lip}(f_j)$, and since
@@ -154,8 +156,11 @@ show_parameters(params)
 # the sigmoid. For $\mathrm{GELU}(t) = t\Phi(t)$: $\mathrm{GELU}' = \Phi + t\varphi$ and
 # $\mathrm{GELU}'' = \varphi(t)(2-t^2)$, so the maximum is at $t=\sqrt2$:
 #
-# $$ \max|\mathrm{GELU}'| = \Phi(\sqrt2) + \sqrt2\,\varphi(\sqrt2)
-#    = \tfrac12\big(1+\mathrm{erf}(1)\big) + \frac{1}{e\sqrt\pi} \approx 1.128904 $$
+# $$ \begin{aligned}
+#    \max|\mathrm{GELU}'| &= \Phi(\sqrt2) + \sqrt2\,\varphi(\sqrt2) \\
+#    &= \tfrac12\big(1+\mathrm{erf}(1)\big) + \frac{1}{e\sqrt\pi} \\
+#    &\approx 1.128904
+#    \end{aligned} $$
 #
 # (the minimum, $1 - 1.1289$ at $-\sqrt2$, is smaller in absolute value).
 #
@@ -187,9 +192,12 @@ show_parameters(params)
 # $s_{ij} = x_i^\top A x_j + a^\top x_j$, $P_i = \mathrm{softmax}(s_{i\cdot})$ and
 # $g_i = \sum_j P_{ij}v_j$ (a value bias only shifts $g$). Differentiating,
 #
-# $$ dg_i = \underbrace{\sum_j P_{ij}\,W_V\,dx_j}_{\text{value path}}
-#   + \underbrace{\sum_j P_{ij}\,(v_j-\bar v_i)\,(ds_{ij}-\overline{ds}_i)}_{\text{softmax path}},
-#   \qquad ds_{ij} = (A^\top dx_i)^\top x_j + (A^\top x_i + a)^\top dx_j ,$$
+# $$ \begin{aligned}
+#   dg_i &= \underbrace{\sum_j P_{ij}\,W_V\,dx_j}_{\text{value path}} \\
+#   &\quad + \underbrace{\sum_j P_{ij}\,(v_j-\bar v_i)\,(ds_{ij}-\overline{ds}_i)}_{\text{softmax path}},
+#   \\
+#   ds_{ij} &= (A^\top dx_i)^\top x_j + (A^\top x_i + a)^\top dx_j ,
+#   \end{aligned} $$
 #
 # using $d\,\mathrm{softmax}(s) = (\mathrm{diag}P - PP^\top)ds$. Bars are $P_i$-weighted means.
 #
@@ -204,7 +212,10 @@ show_parameters(params)
 #    $\mathrm{Std}_{P_i}(ds_{i\cdot})\le\|A\|R\,\|dx_i\| + (\|A\|R+\|a\|)\big(\sum_jP_{ij}\|dx_j\|^2\big)^{1/2}$.
 #    Summing squares over $i$ (Minkowski) and using $\sum_iP_{ij}\le c$:
 #
-# $$ L_h = \sqrt c\,\|W_V\| + \|W_V\|\,R\,\Big(\|A\|R + \sqrt c\,\big(\|A\|R+\|a\|\big)\Big). $$
+# $$ \begin{aligned}
+#    L_h = \sqrt c\,\|W_V\| &+ \|W_V\|\,R\,\Big(\|A\|R \\
+#    &+ \sqrt c\,\big(\|A\|R+\|a\|\big)\Big).
+#    \end{aligned} $$
 #
 # *Heads.* $f = \sum_h O^h g^h$ ($O^h$ the column blocks of $W_O$), so
 # $\mathrm{Lip}(f)\le\min\big(\|W_O\|_2(\sum_hL_h^2)^{1/2},\ \sum_h\|O^h\|_2L_h\big)$. The ball is
@@ -220,8 +231,11 @@ show_parameters(params)
 # $\sqrt N\,(4\varphi^{-1}(N-1)+1)\,\|A_h\|_2$, $\varphi(x) = xe^{x+1}$, so
 # $\varphi^{-1}(N-1) = W_0((N-1)/e)$ (Lambert W); stacking heads as above,
 #
-# $$ \mathrm{Lip}(F) \le \sqrt N\,\big(4W_0(\tfrac{N-1}{e})+1\big)\,\|W_O\|_2
-#    \Big(\sum_h \|A_h\|_2^2\|V_h\|_2^2\Big)^{1/2}, \qquad \|A_h\|_2 = \|W^{Q,h}\|_2^2/\sqrt{d_h}. $$
+# $$ \begin{aligned}
+#    \mathrm{Lip}(F) &\le \sqrt N\,\big(4W_0(\tfrac{N-1}{e})+1\big)\,\|W_O\|_2 \\
+#    &\quad\cdot \Big(\sum_h \|A_h\|_2^2\|V_h\|_2^2\Big)^{1/2}, \\
+#    \|A_h\|_2 &= \|W^{Q,h}\|_2^2/\sqrt{d_h}.
+#    \end{aligned} $$
 #
 # (We did not have the paper's text at hand: this is the theorem as we read it, the query
 # weight entering squared through $A_h$ as scaling $W^Q\to\alpha W^Q$ requires; the check below

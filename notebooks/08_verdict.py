@@ -127,11 +127,12 @@ prim["effect (95% interval)"] = [
     for s, r, lo, hi, e, elo, ehi in zip(prim["scale"], prim["ratio"], prim["ratio_low"],
                                          prim["ratio_high"], prim["effect"], prim["low"],
                                          prim["high"], strict=True)]
-show_table(prim[["claim", "comparison", "effect (95% interval)", "p_adjusted", "n_pairs",
-                 "n_excluded", "verdict", "text", "power_at_target"]],
-           columns={"claim": "claim", "comparison": "comparison",
+# the verdict second, so a phone shows it without scrolling the table sideways
+show_table(prim[["claim", "verdict", "comparison", "effect (95% interval)", "p_adjusted",
+                 "n_pairs", "n_excluded", "text", "power_at_target"]],
+           columns={"claim": "claim", "verdict": "verdict", "comparison": "comparison",
                     "effect (95% interval)": "effect (95% interval)", "p_adjusted": "p",
-                    "n_pairs": "pairs", "n_excluded": "dropped", "verdict": "verdict",
+                    "n_pairs": "pairs", "n_excluded": "dropped",
                     "text": "detectable (80% power)", "power_at_target": "power at target"},
            digits=3,
            caption="The one primary comparison of each claim, tested alone at alpha. Effect: "
@@ -174,11 +175,11 @@ ladder["comparison"] = [comparison_label(c, g)
 ladder["effect (interval)"] = [format_interval(e, lo, hi, "{:+.3f}") for e, lo, hi in
                                zip(ladder["effect"], ladder["low"], ladder["high"],
                                    strict=True)]
-show_table(ladder[["claim", "role", "comparison", "effect (interval)", "coverage",
-                   "p_adjusted", "verdict", "flag"]],
-           columns={"claim": "claim", "role": "role", "comparison": "comparison",
-                    "effect (interval)": "effect (interval)", "coverage": "coverage",
-                    "p_adjusted": "deciding p", "verdict": "verdict", "flag": "flag"},
+show_table(ladder[["claim", "verdict", "role", "comparison", "effect (interval)", "coverage",
+                   "p_adjusted", "flag"]],
+           columns={"claim": "claim", "verdict": "verdict", "role": "role",
+                    "comparison": "comparison", "effect (interval)": "effect (interval)",
+                    "coverage": "coverage", "p_adjusted": "deciding p", "flag": "flag"},
            digits=3, caption="Accuracy drop, attention − convolution, per rung of the attack "
                              "ladder; for the rival claim, the change of that difference from "
                              "the strong to the weak rung (negative: attention's advantage is "
@@ -226,18 +227,19 @@ view["effect (interval)"] = [
     for s, r, rl, rh, e, lo, hi in zip(view["scale"], view["ratio"], view["ratio_low"],
                                        view["ratio_high"], view["effect"], view["low"],
                                        view["high"], strict=True)]
-show_table(view[["claim", "role", "comparison", "measure", "effect (interval)", "coverage",
-                 "p_adjusted", "n_pairs", "n_excluded", "verdict"]],
-           columns={"claim": "claim", "role": "role", "comparison": "comparison",
-                    "measure": "measure", "effect (interval)": "effect (interval)",
-                    "coverage": "coverage", "p_adjusted": "deciding p",
-                    "n_pairs": "pairs / obs.", "n_excluded": "dropped", "verdict": "verdict"},
+show_table(view[["claim", "verdict", "role", "comparison", "measure", "effect (interval)",
+                 "coverage", "p_adjusted", "n_pairs", "n_excluded"]],
+           columns={"claim": "claim", "verdict": "verdict", "role": "role",
+                    "comparison": "comparison", "measure": "measure",
+                    "effect (interval)": "effect (interval)", "coverage": "coverage",
+                    "p_adjusted": "deciding p", "n_pairs": "pairs / obs.",
+                    "n_excluded": "dropped"},
            digits=3,
-           caption="Every row: effect (a ratio for TopoLip, a difference otherwise, Kendall τ "
-                   "for an association) with the interval its verdict uses and that "
-                   "interval's coverage, the deciding p-value (primary: its own; secondary: "
-                   "Holm within the claim; context: reported only), seed pairs (or model "
-                   "observations), pairs dropped for the noise floor, verdict.")
+           caption="Every row: its verdict, then the effect (a ratio for TopoLip, a difference "
+                   "otherwise, Kendall τ for an association) with the interval its verdict "
+                   "uses and that interval's coverage, the deciding p-value (primary: its own; "
+                   "secondary: Holm within the claim; context: reported only), seed pairs (or "
+                   "model observations), pairs dropped for the noise floor.")
 
 # %% [markdown]
 # **Caveats.** The verdicts are about this run: small capacity-matched models, short

@@ -7,7 +7,8 @@ library only (no browser or driver is downloaded at run time). The book is serve
 local port, so a page that needs the internet (a CDN) fails here as it would offline.
 
 For every page: it loads; every resource it requests exists (no 404); every image has loaded
-(``naturalWidth > 0``); the math has been typeset (no raw ``\\(`` or ``\\[`` left outside code);
+(``naturalWidth > 0``); the math has been typeset (no raw ``\\(`` or ``\\[`` left outside code)
+and no display equation is wider than the text column at 1280 px;
 every internal link resolves (file and anchor); no cell output shows "Traceback" or an
 "...Error"; every figure with a ``fig-...`` id (``publish_figure``) shows its provenance line
 (its id and "regenerate:") in its caption; the browser's console logs no error; at a phone's
@@ -198,6 +199,11 @@ function report() {
     images: Array.from(document.images).map(i => ({src: i.currentSrc || i.src,
                                                   width: i.naturalWidth, done: i.complete})),
     raw_math: raw,
+    // a display equation wider than the text column (its box scrolls sideways)
+    wide_math: Array.from(document.querySelectorAll('mjx-container[display="true"]'))
+      .filter(m => m.scrollWidth > m.clientWidth + 1)
+      .map(m => ({width: m.scrollWidth, box: m.clientWidth,
+                  text: (m.getAttribute("aria-label") || m.textContent || "").slice(0, 60)})),
     outputs: outputs,
     links: Array.from(document.querySelectorAll("a[href]")).map(a => a.href),
     figures: Array.from(document.querySelectorAll("figure[id^='fig-']")).map(f => ({
@@ -319,6 +325,9 @@ def check_site(html_dir: Path, browser: Browser, pages: list[Path] | None = None
                     found.append(f"image not loaded: {img['src']}")
             for text in info["raw_math"]:
                 found.append(f"math not typeset: {text!r}")
+            for eq in info["wide_math"]:
+                found.append(f"equation scrolls sideways at 1280 px: {eq['width']} > "
+                             f"{eq['box']} px ({eq['text']!r})")
             for text in info["outputs"]:
                 if m := ERROR_TEXT.search(text):
                     found.append(f"error text in an output: {m.group(0)!r}")
@@ -380,6 +389,8 @@ def test_checker_flags_a_planted_broken_page(tmp_path, browser):
         '<figure id="fig-dot"><img src="dot.png" alt="dot"><figcaption>A dot.</figcaption>'
         '</figure><script>console.error("boom");</script>'
         '<div style="width:900px">a wide block</div>'
+        '<mjx-container display="true" style="display:block;width:300px;overflow-x:auto">'
+        '<span style="display:inline-block;width:600px">a wide equation</span></mjx-container>'
         '<div class="citation" id="ref-b">B. Never cited. 2021.</div></body></html>')
     result = check_site(tmp_path, browser)
     assert result["good.html"] == []
@@ -393,8 +404,9 @@ def test_checker_flags_a_planted_broken_page(tmp_path, browser):
     assert "figure fig-dot has no provenance line in its caption" in broken
     assert "console error: " in broken and "boom" in broken
     assert "scrolls sideways at 420 px" in broken
+    assert "equation scrolls sideways at 1280 px: 600 > 300 px ('a wide equation')" in broken
     assert "reference never cited: 'B. Never cited. 2021.'" in broken
-    assert len(result["broken.html"]) == 11, broken  # the 404 also logs a console error
+    assert len(result["broken.html"]) == 12, broken  # the 404 also logs a console error
 
 
 @pytest.mark.browser

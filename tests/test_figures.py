@@ -118,3 +118,80 @@ def test_log_axis_labels_use_powers_of_ten_for_wide_ranges():
         assert ax.yaxis.get_minor_formatter()(0.5) == "0.5"
     finally:
         plt.close(fig)
+
+
+def _labelled_ticks_drawn(fig, axis) -> list[str]:
+    """The tick labels ``axis`` shows once ``fig`` is drawn: ticks inside the view with text."""
+    fig.canvas.draw()
+    lo, hi = sorted(axis.get_view_interval())
+    shown = {}
+    for ticks in (axis.get_major_ticks(len(axis.get_majorticklocs())),
+                  axis.get_minor_ticks(len(axis.get_minorticklocs()))):
+        for tick in ticks:
+            if lo <= tick.get_loc() <= hi and tick.label1.get_visible() \
+                    and tick.label1.get_text().strip():
+                shown.setdefault(round(tick.get_loc(), 12), tick.label1.get_text())
+    return list(shown.values())
+
+
+@pytest.mark.parametrize("values", [(0.83, 0.84, 0.96),   # a tenth of a decade, under 1
+                                    (1.4, 1.6, 2.2),      # between two minor ticks
+                                    (1.1, 3.0, 9.0),      # most of a decade, no power of ten
+                                    (0.15, 0.6, 2.5)])    # over a decade, one power of ten
+def test_every_log_axis_shows_at_least_three_tick_labels(values):
+    # a sweep's TopoLip panels are log axes: narrow ranges used to show one or two labels
+    t = pd.DataFrame({"arch": ["attention_stack"] * 3, "parameter": ["num_layers"] * 3,
+                      "value": ["1", "2", "4"], "value_numeric": [1.0, 2.0, 4.0],
+                      "seed": [0] * 3, "test_accuracy": [0.7, 0.71, 0.72],
+                      "geometric_mean": list(values), "geometric_mean_scale_free": list(values)})
+    fig = figures.plot_sweep(t, "attention_stack")
+    try:
+        for ax in fig.axes[:2]:
+            assert ax.get_yscale() == "log"
+            labels = _labelled_ticks_drawn(fig, ax.yaxis)
+            assert len(labels) >= figures.MIN_LOG_TICK_LABELS, (values, labels)
+            assert len(set(labels)) == len(labels), labels
+    finally:
+        plt.close(fig)
+    # and a log x axis (TopoLip against the accuracy drop, one panel per kind)
+    t = pd.DataFrame({"arch": ["vit", "resnet", "vit"], "perturbation": ["fgsm"] * 3,
+                      "end_to_end_scale_free": list(values), "accuracy_drop": [0.1, 0.2, 0.3]})
+    fig = figures.plot_topolip_vs_accuracy(t)
+    try:
+        assert fig.axes[0].get_xscale() == "log"
+        labels = _labelled_ticks_drawn(fig, fig.axes[0].xaxis)
+        assert len(labels) >= figures.MIN_LOG_TICK_LABELS, (values, labels)
+    finally:
+        plt.close(fig)
+
+
+def test_neighbouring_category_labels_do_not_overlap():
+    # "Gaussian noise" and "Gaussian blur" side by side under the end-to-end figure's points
+    kinds = ["fgsm", "pgd", "gaussian_noise", "gaussian_blur", "contrast", "rotation", "elastic"]
+    t = pd.DataFrame({"arch": ["vit"] * len(kinds), "seed": [0] * len(kinds),
+                      "perturbation": kinds, "end_to_end_scale_free": [2.0] * len(kinds)})
+    fig = figures.plot_end_to_end(t)
+    try:
+        fig.canvas.draw()
+        boxes = [lab.get_window_extent() for lab in fig.axes[0].get_xticklabels()]
+        assert len(boxes) == len(kinds)
+        for a, b in zip(boxes[:-1], boxes[1:], strict=True):
+            assert b.x0 - a.x1 >= 0.2 * fig.dpi, "tick labels touch (a fifth of an inch apart)"
+    finally:
+        plt.close(fig)
+
+
+def test_sweep_panel_titles_do_not_overlap():
+    # three panels a row at page width: the titles used to run into each other
+    t = pd.DataFrame({"arch": ["resnet"] * 2, "parameter": ["stem_kernel"] * 2,
+                      "value": ["3", "5"], "value_numeric": [3.0, 5.0], "seed": [0, 0],
+                      "test_accuracy": [0.9, 0.95], "geometric_mean": [1.2, 1.3],
+                      "geometric_mean_scale_free": [1.1, 1.6]})
+    fig = figures.plot_sweep(t, "resnet")
+    try:
+        fig.canvas.draw()
+        boxes = [ax.title.get_window_extent() for ax in fig.axes]
+        for a, b in zip(boxes[:-1], boxes[1:], strict=True):
+            assert a.x1 < b.x0, "panel titles overlap"
+    finally:
+        plt.close(fig)

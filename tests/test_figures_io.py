@@ -212,3 +212,41 @@ def test_glued_figure_and_provenance_render_in_a_book(tmp_path):
     assert re.sub(r"<[^>]+>", "", code.group(1)) == "topolip figure fig-glue-check --profile quick"
     assert "fig-glue-check –profile quick" in captions[1]
     assert (tmp_path / "results/quick/figures/fig-glue-check.json").exists()
+    # the page shows the 120-dpi file the sidecar describes, pixel for pixel
+    from PIL import Image
+
+    img = re.search(r'<img[^>]+alt="a rising line"[^>]*>', html).group(0)
+    src = re.search(r'src="([^"]+)"', img).group(1)
+    shown = tmp_path / "_build/html/book/notebooks" / src
+    saved = tmp_path / "results/quick/figures/fig-glue-check.png"
+    assert Image.open(shown).size == Image.open(saved).size
+
+
+def test_the_glued_image_is_the_saved_120_dpi_file(tmp_path, monkeypatch):
+    """In a kernel the book shows the PNG the sidecar describes, not a render at figure.dpi."""
+    import base64
+    import io
+
+    import myst_nb
+    from IPython.core.formatters import format_display_data
+    from PIL import Image
+
+    from topolip.pipeline import figures_io
+
+    monkeypatch.chdir(tmp_path)
+    table = _table(tmp_path)
+    glued = {}
+    monkeypatch.setattr(figures_io, "_in_kernel", lambda: True)
+    monkeypatch.setattr(myst_nb, "glue", lambda name, obj, **_: glued.update({name: obj}))
+    fig = _draw(pd.read_csv(table))
+    fig.set_dpi(100)  # matplotlib-inline's figure.dpi
+    png = publish_figure(fig, "fig-halving", results_dir="results/quick", notebook="03_compare",
+                         tables=["tables/xy.csv"])
+    data, _ = format_display_data(glued["fig-halving"])
+    shown = data["image/png"]
+    shown = shown if isinstance(shown, bytes) else base64.b64decode(shown)
+    saved = png.read_bytes()
+    assert Image.open(io.BytesIO(shown)).size == Image.open(io.BytesIO(saved)).size
+    assert shown == saved, "the very bytes of figures/fig-halving.png"
+    assert figures_io.DPI == 120
+    assert plt.fignum_exists(fig.number) is False, "closed so the cell does not show it again"

@@ -6,11 +6,15 @@ size) with fonts of at least 9 pt, human labels (:data:`topolip.report.ARCH_LABE
 colour-blind-safe palette of :data:`topolip.report.ARCH_COLORS`: blues for attention-based
 models, oranges for convolution-based ones. A figure names the profile it came from only
 through its ``profile_note`` argument (a small line under the panels) or the book's caption.
+
+Every log axis shows at least :data:`MIN_LOG_TICK_LABELS` labelled ticks, as plain numbers
+(:func:`_label_log_axes`, applied before each figure's layout).
 """
 
 from __future__ import annotations
 
 import functools
+import textwrap
 
 import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
@@ -161,6 +165,7 @@ def plot_topolip_by_layer(table: pd.DataFrame, *, hue: str = "arch", row: str = 
             ax.xaxis.set_major_locator(mticker.MaxNLocator(integer=True))
     _figure_legend(fig, axes[0, 0])
     _note(fig, profile_note)
+    _label_log_axes(fig)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))
     return fig
 
@@ -203,6 +208,66 @@ def _log_axis(ax: plt.Axes, axis: str = "y") -> None:
     target.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False,
                                                   minor_thresholds=(1, 0.4)))
     ax.tick_params(axis=axis, which="minor", labelsize=9)
+
+
+#: Fewest labelled ticks on a log axis (:func:`_label_log_axes`).
+MIN_LOG_TICK_LABELS = 3
+#: Below this span (decades) a log axis is labelled at evenly spaced round numbers.
+_NARROW_DECADES = 0.5
+#: Mantissas tried in turn as labelled ticks of a log axis, fewest first.
+_LOG_SUBS = ((1.0,), (1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0, 7.0), tuple(range(1, 10)))
+
+
+def _labelled_ticks(axis) -> int:
+    """How many distinct ticks of ``axis`` inside its view carry a non-empty label."""
+    lo, hi = sorted(axis.get_view_interval())
+    labelled = set()
+    for locator, formatter in ((axis.get_major_locator(), axis.get_major_formatter()),
+                               (axis.get_minor_locator(), axis.get_minor_formatter())):
+        locs = [v for v in locator() if lo <= v <= hi]
+        formatter.set_locs(locs)
+        labelled.update(round(float(v), 12) for i, v in enumerate(locs)
+                        if str(formatter(v, i)).strip())
+    return len(labelled)
+
+
+def _label_log_axes(fig: plt.Figure, minimum: int = MIN_LOG_TICK_LABELS) -> None:
+    """Give every visible log axis of ``fig`` at least ``minimum`` labelled ticks.
+
+    An axis that spans under half a decade, or that shows fewer than ``minimum`` labels with
+    matplotlib's log ticks (one or two powers of ten, say), is ticked at round numbers: evenly
+    spaced ones (``MaxNLocator``: 0.85, 0.9, 0.95, 1) under half a decade, else the first of
+    1·10^k; 1, 2, 5·10^k; 1, 2, 3, 5, 7·10^k; or every integer mantissa that puts ``minimum``
+    ticks in view, labelled as plain numbers (:func:`_plain_log_label`); the other log ticks
+    stay as unlabelled minor ticks. Call it once all data are drawn (it reads the axis
+    limits) and before the layout is computed (labels change width). Only ticks change:
+    limits, scale and data are left as they are.
+    """
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() != "log":
+                continue
+            lo, hi = sorted(axis.get_view_interval())
+            if not (np.isfinite(lo) and np.isfinite(hi) and 0 < lo < hi):
+                continue
+            narrow = np.log10(hi / lo) < _NARROW_DECADES
+            if not narrow and _labelled_ticks(axis) >= minimum:
+                continue
+            plain = mticker.FuncFormatter(lambda v, _pos: _plain_log_label(v))
+            if narrow:
+                axis.set_major_locator(mticker.MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10],
+                                                           min_n_ticks=minimum))
+                axis.set_minor_locator(mticker.NullLocator())
+            else:
+                for subs in _LOG_SUBS:
+                    axis.set_major_locator(mticker.LogLocator(base=10, subs=subs))
+                    if sum(lo <= v <= hi for v in axis.get_major_locator()()) >= minimum:
+                        break
+                axis.set_minor_locator(mticker.LogLocator(base=10, subs="auto"))
+            axis.set_major_formatter(plain)
+            axis.set_minor_formatter(mticker.NullFormatter())
 
 
 @_styled
@@ -252,6 +317,7 @@ def plot_training_curves(history: pd.DataFrame, *, profile_note: str | None = No
     axes[0, 1].set_ylim(top=1.0)
     _figure_legend(fig, axes[0, 0])
     _note(fig, profile_note)
+    _label_log_axes(fig)
     fig.tight_layout(rect=(0, 0, 1, 0.9))
     return fig
 
@@ -310,11 +376,15 @@ def plot_end_to_end(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_f
                        label=_name(arch) if k == 0 else None)
     ax.axhline(1.0, color="0.4", ls=":", lw=1)
     _log_axis(ax)
-    ax.set_xticks(range(len(kinds)), [_name(k) for k in kinds])
+    # a name longer than its column's share of the width (about 80 characters at 9 pt, over
+    # the columns) on two lines, so neighbours never touch ("Gaussian noise", "Gaussian blur")
+    chars = max(8, 80 // max(len(kinds), 1))
+    ax.set_xticks(range(len(kinds)), [textwrap.fill(_name(k), chars) for k in kinds])
     ax.set_ylabel(label)
     fig.legend(loc="upper center", frameon=False, ncol=min(len(order), 4),
                bbox_to_anchor=(0.5, 1.0))
     _note(fig, profile_note)
+    _label_log_axes(fig)
     fig.tight_layout(rect=(0, 0, 1, 0.88))
     return fig
 
@@ -382,6 +452,7 @@ def plot_accuracy_curves(curves: pd.DataFrame, *, hue: str = "arch", ncols: int 
         ax.set_visible(False)
     _figure_legend(fig, axes.flat[0])
     _note(fig, profile_note)
+    _label_log_axes(fig)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))
     return fig
 
@@ -463,6 +534,7 @@ def plot_topolip_vs_accuracy(table: pd.DataFrame, *, measure: str = "end_to_end_
         ax.set_ylabel(_name(y))
     fig.legend(loc="upper center", frameon=False, ncol=4, bbox_to_anchor=(0.5, 1.0))
     _note(fig, profile_note)
+    _label_log_axes(fig)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / height))
     return fig
 
@@ -492,8 +564,10 @@ def plot_sweep(table: pd.DataFrame, arch: str, *,
     Returns
     -------
     matplotlib.figure.Figure
-        Columns: raw TopoLip, scale-free TopoLip, clean test accuracy; x ticks are the swept
-        values (a list-valued parameter such as ResNet ``blocks`` is placed at its sum).
+        Columns: raw TopoLip, scale-free TopoLip, clean test accuracy (the panel titles;
+        the swept parameter is each row's x label, the architecture is the caption's); x ticks
+        are the swept values (a list-valued parameter such as ResNet ``blocks`` is placed at
+        its sum).
 
     Raises
     ------
@@ -507,8 +581,9 @@ def plot_sweep(table: pd.DataFrame, arch: str, *,
     ...                   "test_accuracy": [0.8, 0.9], "geometric_mean": [1.2, 1.1],
     ...                   "geometric_mean_scale_free": [0.9, 1.0]})
     >>> fig = plot_sweep(t, "vit"); [ax.get_title() for ax in fig.axes]
-    ['ViT, num layers: raw TopoLip', 'ViT, num layers: scale-free TopoLip',
-     'ViT, num layers: clean accuracy']
+    ['raw TopoLip', 'scale-free TopoLip', 'clean accuracy']
+    >>> fig.axes[0].get_xlabel()
+    'num layers'
     >>> plt.close(fig)
     """
     _require(table, ["arch", "parameter", "value", "value_numeric", "seed", "test_accuracy",
@@ -541,9 +616,10 @@ def plot_sweep(table: pd.DataFrame, arch: str, *,
                 ax.set_ylabel("test accuracy")
             ax.set_xticks(ticks["value_numeric"].to_list(), ticks["value"].to_list())
             listed = ticks["value"].str.startswith("[").any()
-            ax.set_xlabel(_name(param) + (" (at the total)" if listed else ""))
-            ax.set_title(f"{_name(arch)}, {_name(param)}: {title}")
+            ax.set_xlabel(_name(param) + (" per stage\n(at their sum)" if listed else ""))
+            ax.set_title(title)
     _note(fig, profile_note)
+    _label_log_axes(fig)
     fig.tight_layout()
     return fig
 
@@ -611,6 +687,7 @@ def plot_size_sweep(table: pd.DataFrame, *, measure: str = "end_to_end_scale_fre
             ax.axhline(1.0, color="0.4", ls=":", lw=1)
     axes[1].legend(frameon=False, fontsize="small")
     _note(fig, profile_note)
+    _label_log_axes(fig)
     fig.tight_layout()
     return fig
 
@@ -672,6 +749,7 @@ def plot_ood_behaviour(table: pd.DataFrame, *, hue: str = "arch",
         ax.set_xlabel("")
     _figure_legend(fig, axes[0, 0])
     _note(fig, profile_note)
+    _label_log_axes(fig)
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     return fig
 
@@ -762,6 +840,7 @@ def plot_attention_scaling(attention: pd.DataFrame, *, width: int | None = None,
         ax.xaxis.set_minor_formatter(mticker.NullFormatter())
         _log_axis(ax)
     _note(fig, profile_note)
+    _label_log_axes(fig)
     fig.tight_layout()
     return fig
 
@@ -816,6 +895,7 @@ def plot_conv_scaling(conv: pd.DataFrame, *, profile_note: str | None = None) ->
     fig.legend(handles, labels, loc="upper center", ncol=4, frameon=False,
                bbox_to_anchor=(0.5, 1.0))
     _note(fig, profile_note)
+    _label_log_axes(fig)
     fig.tight_layout(rect=(0, 0, 1, 0.88))
     return fig
 
@@ -897,6 +977,7 @@ def plot_bounds_vs_measured(table: pd.DataFrame, *, profile_note: str | None = N
         axes[0, j].legend(handles, labels, loc="lower left", bbox_to_anchor=(0, 1.12),
                           ncol=ncol, frameon=False, fontsize=9)
     _note(fig, profile_note)
+    _label_log_axes(fig)
     fig.tight_layout()
     return fig
 
@@ -965,6 +1046,7 @@ def plot_noise_floor(table: pd.DataFrame, *, ncols: int = 4,
     axes.flat[0].plot([], [], color="0.3", ls="--", lw=1, label="noise floor")
     fig.legend(loc="upper center", frameon=False, ncol=5, bbox_to_anchor=(0.5, 1.0))
     _note(fig, profile_note)
+    _label_log_axes(fig)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / (2.1 * nrows + 0.6)))
     return fig
 
@@ -1067,6 +1149,7 @@ def plot_measure_study(study: pd.DataFrame, *, alpha: float = 0.05,
     fig.legend(handles[0] + bh[0], handles[1] + bh[1], loc="upper center", frameon=False,
                ncol=3, fontsize=7, bbox_to_anchor=(0.5, 1.0))
     _note(fig, profile_note)
+    _label_log_axes(fig)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.75 / height))
     return fig
 
@@ -1144,6 +1227,7 @@ def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) ->
             axes[0, 0].plot([], [], "o", color=color, label=verdict)
     fig.legend(loc="upper center", frameon=False, ncol=4, bbox_to_anchor=(0.5, 1.0))
     _note(fig, profile_note)
+    _label_log_axes(fig)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / (0.22 * sum(heights) + 0.9 * len(claims) + 0.6)))
     return fig
 

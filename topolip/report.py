@@ -377,8 +377,12 @@ def show_table(df: pd.DataFrame, *, columns: Mapping[str, str] | None = None, di
                   {"selector": "", "props": "border-collapse:collapse;font-size:0.9em"},
                   {"selector": "th", "props": "text-align:left;padding:2px 8px;"
                                               "border-bottom:1px solid #888"},
-                  {"selector": "td", "props": "padding:2px 8px;overflow-wrap:anywhere;"
-                                              "max-width:28em;vertical-align:top"},
+                  # words wrap between words, never inside one ("anywhere" let the
+                  # browser squeeze a column to a letter's width on a phone); a table too
+                  # wide for the page scrolls sideways in its box instead
+                  {"selector": "td", "props": "padding:2px 8px;overflow-wrap:normal;"
+                                              "word-break:normal;max-width:28em;"
+                                              "vertical-align:top"},
               ]))
     if numeric:
         styler = styler.set_properties(subset=numeric, **{"text-align": "right",

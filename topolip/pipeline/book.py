@@ -498,11 +498,14 @@ def _citation_meta(app, pagename, templatename, context, doctree):  # noqa: ARG0
 
 
 #: The site's own style: formulas and wide tables scroll inside their box, never the page;
-#: table words wrap between words, not inside one; long code in headings may break.
+#: table words wrap between words, not inside one; a wide table's caption stays in view, as
+#: wide as the box (not the table), while the table scrolls; long code in headings may break.
 SITE_CSS = """
 .math, mjx-container[display="true"] { max-width: 100%; overflow-x: auto; overflow-y: hidden; }
 div.math { padding-bottom: 2px; }
-.topolip-table { max-width: 100%; overflow-x: auto; }
+.topolip-table { max-width: 100%; overflow-x: auto; container-type: inline-size; }
+.topolip-table caption { text-align: left; position: sticky; left: 0;
+                         max-width: calc(100vw - 3rem); max-width: 100cqw; }
 .topolip-table td, .topolip-table th { word-break: normal; overflow-wrap: normal;
                                        hyphens: none; }
 article h1, article h2, article h3 { overflow-wrap: anywhere; }

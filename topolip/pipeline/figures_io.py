@@ -225,6 +225,45 @@ def _in_kernel() -> bool:
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
+def _displayed_image(png: bytes):
+    """The image a notebook shows (or glues) for a published figure: ``png`` itself.
+
+    A matplotlib figure displayed in a kernel is rendered again at the kernel's
+    ``figure.dpi`` (100 under matplotlib-inline), so the book would show a different image
+    from the 120-dpi file its sidecar hashes; an :class:`IPython.display.Image` of the saved
+    bytes is shown pixel for pixel.
+
+    Parameters
+    ----------
+    png : bytes
+        A PNG file's bytes (as written by :func:`publish_figure`).
+
+    Returns
+    -------
+    IPython.display.Image
+        Its ``image/png`` representation is ``png``, unchanged.
+
+    Raises
+    ------
+    ValueError
+        If ``png`` does not start with the PNG signature.
+
+    Examples
+    --------
+    >>> _displayed_image(b"GIF89a")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: png must be the bytes of a PNG file (signature ...); got b'GIF89a'
+    """
+    from IPython.display import Image
+
+    signature = b"\x89PNG\r\n\x1a\n"
+    if not isinstance(png, bytes | bytearray) or not png.startswith(signature):
+        raise ValueError(f"png must be the bytes of a PNG file (signature {signature!r}); "
+                         f"got {bytes(png[:8]) if isinstance(png, bytes | bytearray) else png!r}")
+    return Image(data=bytes(png), format="png")
+
+
 def publish_figure(fig, fig_id: str, *, results_dir, notebook: str,
                    tables: Sequence[str] = (), params: Mapping | None = None,
                    seeds: Sequence[int] | None = None, glue: bool = True) -> Path:
@@ -241,7 +280,9 @@ def publish_figure(fig, fig_id: str, *, results_dir, notebook: str,
     ``command`` (the one line that redraws it: ``topolip figure {fig_id} --profile {profile}``).
 
     Inside a notebook kernel, with ``glue``, the figure is glued (``myst_nb.glue``, not
-    displayed) under ``fig_id``, and the provenance line under ``f"{fig_id}-provenance"`` (see
+    displayed) under ``fig_id`` as the very PNG bytes written to ``figures/`` (the book shows
+    the 120-dpi file the sidecar describes, not the kernel's own render at its ``figure.dpi``),
+    and the provenance line under ``f"{fig_id}-provenance"`` (see
     :func:`figure_provenance_text`); the figure is then closed so that it is not shown a second
     time at the end of the cell. A Markdown cell of the same notebook places it::
 
@@ -333,7 +374,7 @@ def publish_figure(fig, fig_id: str, *, results_dir, notebook: str,
         import matplotlib.pyplot as plt
         from myst_nb import glue as myst_glue
 
-        myst_glue(fig_id, fig, display=False)
+        myst_glue(fig_id, _displayed_image(png), display=False)
         text = figure_provenance_text(sidecar)
         markdown = text.replace(sidecar["command"], f"`{sidecar['command']}`")
         myst_glue(f"{fig_id}-provenance", _GluedText(text, markdown), display=False)
