@@ -18,6 +18,7 @@ from topolip.pipeline import (
     FIGURES,
     chain,
     publish_figure,
+    publish_registered,
     redraw_figure,
     register_figure,
 )
@@ -141,6 +142,36 @@ def test_cli_redraws_a_registered_figure_byte_identically(tmp_path, capsys):
         assert "no figure registered as 'fig-nope'" in capsys.readouterr().err
     finally:
         FIGURES.pop("fig-halving-test", None)
+
+
+def test_a_notebook_publishes_a_registered_figure_by_id(tmp_path, monkeypatch):
+    # what the notebook used to restate (read the table, draw, publish with its name and
+    # tables) gives the same files as the call by id
+    monkeypatch.chdir(tmp_path)
+    _table(tmp_path)
+
+    def draw(frame, *, title="halving"):  # takes a keyword, as the registry's drawings do
+        fig = _draw(frame)
+        fig.axes[0].set_title(title)
+        return fig
+
+    register_figure("fig-halving-test", draw, tables=["tables/xy.csv"], notebook="03_compare")
+    try:
+        fig = _draw(pd.read_csv("results/quick/tables/xy.csv"))
+        by_hand = publish_figure(fig, "fig-halving-test", results_dir="results/quick",
+                                 notebook="03_compare", tables=("xy.csv",),
+                                 params={"eps": 0.1}, seeds=[0, 1])
+        plt.close(fig)
+        before = {s: by_hand.with_suffix(s).read_bytes() for s in (".png", ".svg", ".json")}
+        path = publish_registered("fig-halving-test", results_dir="results/quick",
+                                  params={"eps": 0.1}, seeds=[0, 1], title="halving")
+        assert path == by_hand
+        assert {s: path.with_suffix(s).read_bytes() for s in (".png", ".svg", ".json")} == before
+        with pytest.raises(KeyError, match="no figure registered as 'fig-nope'"):
+            publish_registered("fig-nope", results_dir="results/quick")
+    finally:
+        FIGURES.pop("fig-halving-test", None)
+        plt.close("all")
 
 
 def test_provenance_text_names_id_profile_commit_and_command():

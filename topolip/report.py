@@ -27,7 +27,7 @@ import pandas as pd
 __all__ = [
     "ARCH_COLORS", "ARCH_DASHES", "ARCH_LABELS", "ARCH_MARKERS", "KIND_LABELS", "MISSING",
     "arch_label", "arch_ranking", "comparison_label", "format_interval", "format_value",
-    "glue_number", "kind_label", "show_parameters", "show_table",
+    "glue_all", "glue_number", "glue_text", "kind_label", "show_parameters", "show_table",
 ]
 
 #: Human names of the architectures (``arch`` values of every table).
@@ -94,7 +94,8 @@ def arch_label(arch: str) -> str:
     return ARCH_LABELS.get(arch, arch)
 
 
-def arch_ranking(values: pd.Series, fmt: str = "{:.3g}") -> str:
+def arch_ranking(values: pd.Series, fmt: str = "{:.3g}", *, sep: str = " < ",
+                 item: str = "{label} ({value})") -> str:
     """Architectures from the lowest value to the highest, as text.
 
     Parameters
@@ -103,6 +104,10 @@ def arch_ranking(values: pd.Series, fmt: str = "{:.3g}") -> str:
         Indexed by ``arch``; NaN values are left out.
     fmt : str, default="{:.3g}"
         Format of each value.
+    sep : str, default=" < "
+        Between two architectures.
+    item : str, default="{label} ({value})"
+        One architecture: ``label`` its human name, ``value`` its formatted value.
 
     Returns
     -------
@@ -113,9 +118,13 @@ def arch_ranking(values: pd.Series, fmt: str = "{:.3g}") -> str:
     --------
     >>> arch_ranking(pd.Series({"resnet": 3.41, "vit": 1.2, "conv_stack": float("nan")}))
     'ViT (1.2) < ResNet (3.41)'
+    >>> arch_ranking(pd.Series({"resnet": 0.9, "vit": 0.5}), "{:.2f}", sep=", ",
+    ...              item="{label} {value}")
+    'ViT 0.50, ResNet 0.90'
     """
     row = values.dropna().sort_values()
-    return " < ".join(f"{arch_label(a)} ({fmt.format(v)})" for a, v in row.items())
+    return sep.join(item.format(label=arch_label(a), value=fmt.format(v))
+                    for a, v in row.items())
 
 
 def comparison_label(comparison: str, group: str) -> str:
@@ -244,6 +253,59 @@ def _no_e_notation(text: str) -> str:
     return f"10{power}" if mantissa in ("1", "+1") else f"{mantissa}×10{power}"
 
 
+def glue_text(value, fmt: str = "{:.3g}") -> str:
+    """The text :func:`glue_number` glues for ``value``: ``fmt`` applied, a NaN as
+    :data:`MISSING`, scientific notation written with a power of ten.
+
+    Parameters
+    ----------
+    value : object
+        The number (or text).
+    fmt : str, default="{:.3g}"
+        A ``str.format`` pattern with one field.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> glue_text(0.98765, "{:.3f}"), glue_text(float("nan")), glue_text(1.44e9)
+    ('0.988', '—', '1.44×10⁹')
+    """
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isnan(value):
+        return MISSING
+    return _no_e_notation(fmt.format(value))
+
+
+def glue_all(found: Mapping[str, str]) -> dict[str, str]:
+    """Glue every text of ``found`` (glue key -> text, as a chapter's findings function of
+    :mod:`topolip.findings` returns them) under its key, unchanged.
+
+    Parameters
+    ----------
+    found : mapping of str to str
+        Glue key -> the text to show (already formatted by :func:`glue_text`).
+
+    Returns
+    -------
+    dict
+        The glued texts by key (equal to ``found``).
+
+    Raises
+    ------
+    ValueError
+        If a key is empty or a value is not a string (format it with :func:`glue_text`).
+    """
+    out = {}
+    for name, text in found.items():
+        if not isinstance(text, str):
+            raise ValueError(f"findings value {name!r} must be text (format it with glue_text); "
+                             f"got {type(text).__name__}")
+        out[name] = glue_number(name, text, "{}")
+    return out
+
+
 def glue_number(name: str, value, fmt: str = "{:.3g}") -> str:
     """Format ``value`` and glue the text under ``name`` for ``{glue:text}`` in the book.
 
@@ -277,10 +339,7 @@ def glue_number(name: str, value, fmt: str = "{:.3g}") -> str:
     """
     if not name:
         raise ValueError("name must be a non-empty glue key")
-    if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isnan(value):
-        text = MISSING
-    else:
-        text = _no_e_notation(fmt.format(value))
+    text = glue_text(value, fmt)
     from myst_nb import glue  # only needed inside an executed notebook
 
     # glued as a str: its plain-text form is quoted, and myst-nb's {glue:text} strips the

@@ -23,6 +23,7 @@ from .figures_io import (
     FigureSpec,
     figure_provenance_text,
     publish_figure,
+    publish_registered,
     redraw_figure,
     register_figure,
 )
@@ -62,8 +63,9 @@ __all__ = [
     "chain", "check_parameters", "declared_parameters", "describe_schema",
     "figure_provenance_text", "install_cell", "library_fingerprint", "load_dependencies",
     "load_params", "load_profile", "notebook_parameters", "parse_override", "provenance",
-    "publish_figure", "read_table", "redraw_figure", "register_figure", "run_chain",
-    "schema_defaults", "stage", "stage_book", "toc_documents", "validate_params", "write_table",
+    "publish_figure", "publish_registered", "read_table", "redraw_figure", "register_figure",
+    "run_chain", "schema_defaults", "stage", "stage_book", "toc_documents", "validate_params",
+    "write_table",
     # publishing (issue 19): the site's extras, the PDF, the verdict diff
     "ResultsDiff", "VerdictChange", "build_pdf", "diff_results", "figure_bibtex", "figure_links",
     "format_diff", "glue_values", "pdf_name", "print_page", "publish_results", "site_url",

@@ -22,8 +22,8 @@ from typing import Any
 from ..io import atomic_write_bytes, atomic_write_json
 from ._helpers import git, json_safe
 
-__all__ = ["FIGURES", "FigureSpec", "figure_provenance_text", "publish_figure", "redraw_figure",
-           "register_figure"]
+__all__ = ["FIGURES", "FigureSpec", "figure_provenance_text", "publish_figure",
+           "publish_registered", "redraw_figure", "register_figure"]
 
 #: ``fig-`` then lowercase words (letters and digits) joined by single dashes.
 FIG_ID = re.compile(r"^fig(-[a-z0-9]+)+$")
@@ -431,14 +431,65 @@ def redraw_figure(fig_id: str, *, results_dir: str | Path, root: str | Path = ".
             plt.close(fig)
 
 
-def _plot(name: str, **kwargs) -> Callable[..., Any]:
-    """``topolip.figures.<name>`` with ``kwargs``, imported when first called (matplotlib and
-    seaborn are not loaded by ``import topolip.pipeline``)."""
+def publish_registered(fig_id: str, *, results_dir: str | Path, params: Mapping | None = None,
+                       seeds: Sequence[int] | None = None, glue: bool = True,
+                       **draw_kwargs) -> Path:
+    """Draw the registered figure ``fig_id`` from its saved tables and publish it: what a
+    notebook calls, so that a figure is declared once (in :data:`FIGURES`).
 
-    def draw(*frames):
+    The tables of the entry are read from ``results_dir`` (relative to the working directory),
+    drawn by the entry's function and published by :func:`publish_figure` under the entry's
+    notebook and tables; :func:`redraw_figure` does the same later from the sidecar.
+
+    Parameters
+    ----------
+    fig_id : str
+        A key of :data:`FIGURES`.
+    results_dir : path
+        The profile's results folder (``results/quick``).
+    params : mapping, optional
+        Parameters the figure depends on (written to the sidecar).
+    seeds : sequence of int, optional
+        Random seeds of the runs drawn.
+    glue : bool, default=True
+        Glue the figure and its provenance line when running in a notebook kernel.
+    **draw_kwargs
+        Keyword arguments of the drawing function beyond the entry's own (``width=`` of
+        ``fig-theory-attention``); only for a function that accepts them.
+
+    Returns
+    -------
+    pathlib.Path
+        The PNG path.
+
+    Raises
+    ------
+    KeyError
+        For an id that is not registered (the message lists the known ids).
+    FileNotFoundError
+        If a table the figure reads is missing.
+    """
+    from .provenance import read_table
+
+    if fig_id not in FIGURES:
+        known = ", ".join(sorted(FIGURES)) or "none"
+        raise KeyError(f"no figure registered as {fig_id!r}; known: {known}")
+    spec = FIGURES[fig_id]
+    results_dir = Path(results_dir)
+    frames = [read_table(results_dir / t) for t in spec.tables]
+    fig = spec.draw(*frames, **draw_kwargs)
+    return publish_figure(fig, fig_id, results_dir=results_dir, notebook=spec.notebook,
+                          tables=spec.tables, params=params, seeds=seeds, glue=glue)
+
+
+def _plot(name: str, **kwargs) -> Callable[..., Any]:
+    """``topolip.figures.<name>`` with ``kwargs`` (and any given when drawn), imported when
+    first called (matplotlib and seaborn are not loaded by ``import topolip.pipeline``)."""
+
+    def draw(*frames, **extra):
         from .. import figures
 
-        return getattr(figures, name)(*frames, **kwargs)
+        return getattr(figures, name)(*frames, **{**kwargs, **extra})
 
     draw.__name__ = draw.__qualname__ = name
     return draw
