@@ -36,6 +36,7 @@ TORCH_FREE = [
     "topolip.claims",
     "topolip.bound_tables",
     "topolip.report",
+    "topolip.findings",
     "topolip.figures",
 ]
 MODEL_FREE = ["topolip.diagrams", "topolip.distances", "topolip.spec"]

@@ -1,0 +1,264 @@
+"""Each chapter's glued findings (``topolip.findings``), on a real quick run's tables.
+
+``tests/expect/findings/`` holds the tables of one quick run of the chain (``results/quick`` at
+commit 06b2f57), trimmed to the columns the findings read (and ``robustness.csv`` to the attacks
+at the TopoLip budget), the run's ``capacity_table`` and, in ``expected.json``, the parameters
+that run used and the text its executed notebooks glued (read with
+:func:`topolip.pipeline.glue_values`). So the first test proves that the functions give the
+book's text exactly; the others check a few values by hand from the same tables, and the
+edge cases on tables made here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from topolip import findings as F
+from topolip.claims import load_claims, with_options
+from topolip.report import arch_ranking, glue_all, glue_text
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPECT = ROOT / "tests/expect/findings"
+E = json.loads((EXPECT / "expected.json").read_text())
+P = E["params"]
+
+
+def _read(name: str) -> pd.DataFrame:
+    return pd.read_csv(EXPECT / f"{name}.csv")
+
+
+def _claims():
+    return with_options(load_claims(ROOT / "data/claims.yml"), alpha=P["08_verdict"]["alpha"])
+
+
+CHAPTERS = {
+    "00_theory": lambda t: F.theory_findings(t, P["00_theory"]),
+    "01_train": lambda t: F.train_findings(
+        t, P["01_train"], capacity=_read("capacity"), match_tolerance=E["match_tolerance"],
+        data_name=E["data_name"], device=E["device"]),
+    "02_topolip": lambda t: F.topolip_findings(t, P["02_topolip"]),
+    "03_compare": F.compare_findings,
+    "04_robustness": lambda t: F.robustness_findings(t, P["04_robustness"]),
+    "05_bounds_vs_measured": lambda t: F.bounds_findings(t, P["05_bounds_vs_measured"],
+                                                         data_name=E["data_name"]),
+    "06_ood": lambda t: F.ood_findings(t, P["06_ood"]),
+    "07_sweeps": lambda t: F.sweeps_findings(t, P["07_sweeps"]),
+    "08_verdict": lambda t: F.verdict_findings(t, claims=_claims(),
+                                               alpha=P["08_verdict"]["alpha"],
+                                               n_seeds=E["n_seeds"]),
+    "09_measures": lambda t: F.measures_findings(t, alpha=P["09_measures"]["alpha"]),
+}
+
+
+@pytest.mark.parametrize("chapter", sorted(CHAPTERS))
+def test_each_chapter_gives_the_text_its_notebook_glued(chapter):
+    found = CHAPTERS[chapter](EXPECT)
+    assert found == E["glue"][chapter]
+    assert all(isinstance(v, str) for v in found.values())
+
+
+def test_every_notebook_has_its_findings_function():
+    names = {p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.py")}
+    assert names == set(CHAPTERS)
+    for stem in names:  # the notebook calls it and glues what it returns
+        src = (ROOT / "notebooks" / f"{stem}.py").read_text()
+        assert "glue_all(" in src and "_findings(" in src, stem
+        assert "glue_number(" not in src, stem
+
+
+def test_frames_in_hand_give_the_same_findings_as_the_folder():
+    tables = {n: _read(n) for n in ("bounds", "topolip")}
+    before = {n: t.copy() for n, t in tables.items()}
+    assert CHAPTERS["05_bounds_vs_measured"](tables) == E["glue"]["05_bounds_vs_measured"]
+    for n, t in tables.items():  # the frames passed are not changed
+        pd.testing.assert_frame_equal(t, before[n])
+
+
+# --- values checked by hand on the same tables ---------------------------------------------
+
+def test_train_accuracies_are_means_over_seeds():
+    f = CHAPTERS["01_train"](EXPECT)
+    models = _read("models")
+    acc = models.groupby("arch")["test_accuracy"].mean()
+    assert f["acc-vit"] == f"{acc['vit']:.3f}" == "0.894"
+    assert f["acc-resnet"] == "0.971" and f["acc-best-arch"] == "ResNet"
+    assert f["acc-worst-arch"] == "convolution stack" and f["acc-worst"] == "0.881"
+    assert f["acc-spread"] == f"{acc.max() - acc.min():.3f}"
+    assert f["n-models"] == "20" and f["n-archs"] == "4" and f["n-seeds"] == "5"
+    assert f["match-tolerance"] == "15%"
+    assert f["params-vit-resnet"] == "79,690 against 77,858"
+    assert f["train-seconds"] == f"{models['train_seconds'].sum():.0f}"
+
+
+def test_topolip_counts_layer_ratios_and_flags():
+    f = CHAPTERS["02_topolip"](EXPECT)
+    t = _read("topolip")
+    layers = t[t["depth"] > 0]
+    assert f["tl-n-ratios"] == str(len(layers)) == "805"
+    assert f["tl-n-flagged"] == str(int(layers["flag"].notna().sum())) == "168"
+    assert f["tl-share-flagged"] == f"{100 * 168 / 805:.0f}%" == "21%"
+    assert f["tl-kinds-input-below"] == "FGSM, PGD"
+    assert f["tl-envelope-max"] == f"{(t['bottleneck'] / t['envelope']).max():.2f}"
+    assert float(f["tl-envelope-max"]) <= 1  # the stability theorem: W∞ ≤ the envelope
+
+
+def test_compare_headline_is_the_geometric_mean_over_seeds():
+    f = CHAPTERS["03_compare"](EXPECT)
+    s = _read("topolip_summary")
+    assert f["e2e-kind"] == "Gaussian noise"
+    noise = s[s["perturbation"] == "gaussian_noise"]
+    gm = np.exp(np.log(noise["end_to_end_scale_free"]).groupby(noise["arch"]).mean())
+    assert f["e2e-vit"] == glue_text(gm["vit"]) == "2.98"
+    assert f["e2e-resnet"] == glue_text(gm["resnet"]) == "0.44"
+    assert f["e2e-smoothest-arch"] == "attention stack" == {"attention_stack": "attention stack"}[
+        gm.idxmin()]
+    assert f["e2e-rankings"].startswith("contrast: ResNet (0.222) < attention stack (0.305)")
+
+
+def test_robustness_ladder_and_association():
+    f = CHAPTERS["04_robustness"](EXPECT)
+    r = _read("robustness")
+    pgd = r[(r["perturbation"] == "pgd") & (r["strength"] == 0.05)]
+    vit = pgd[pgd["arch"] == "vit"]["accuracy"].mean()
+    assert f["rb-pgd-ranking"].startswith(f"ViT {vit:.2f}, ")
+    assert f["rb-pgd-ranking"] == ("ViT 0.00, convolution stack 0.28, attention stack 0.30, "
+                                   "ResNet 0.42")
+    assert f["rb-eps"] == "0.05" and f["rb-eps-grid"] == "0.05, 0.1"
+    assert (f["rb-n-flagged"], f["rb-flagged"], f["rb-check-failures"]) == ("0", "none", "none")
+    assert f["rb-n-attacked"] == "20"
+    smooth = _read("smoothness")
+    pooled = smooth[(smooth["level"] == "within architecture") & (smooth["group"] == "pooled")
+                    & (smooth["response"] == "accuracy_drop")].iloc[0]
+    assert f["rb-pooled-tau"] == f"{pooled['tau']:+.2f}" == "+0.12"
+    assert f["rb-pooled-p"] == "0.300" and f["rb-n-permutations"] == "120"
+    assert f["rb-exact"] == "exact" and f["rb-n-seeds"] == "5"
+
+
+def test_bounds_slack_and_looseness():
+    f = CHAPTERS["05_bounds_vs_measured"](EXPECT)
+    assert f["bounds-data"] == "mnist, 200 test images"
+    assert f["bounds-n-layers"] == "230"
+    assert f["bounds-max-slack"] == "7.79×10¹⁰"  # 7.79e+10 written with a power of ten
+    assert f["bounds-tightest-segment"] == "AdaptiveAvgPool2d" and f["bounds-tightest-ratio"] == "1"
+    assert float(f["bounds-min-slack"]) >= 1  # 2 Lip bounds W∞/eps from above
+
+
+def test_ood_rankings_use_report_arch_ranking():
+    f = CHAPTERS["06_ood"](EXPECT)
+    b = _read("ood_behaviour")
+    auroc = b[b["dataset"] != "in_distribution"].groupby(["dataset", "arch"])["auroc"].mean()
+    below = auroc[auroc < 0.5]
+    assert f["ood-n-below-chance"] == f"{len(below)} of {len(auroc)}" == "4 of 12"
+    digits = arch_ranking(auroc["digits"], "{:.2f}", sep=", ", item="{label} {value}")
+    assert f"digits: {digits}" in f["ood-auroc-rankings"]
+    assert digits == "convolution stack 0.48, ViT 0.70, attention stack 0.72, ResNet 0.85"
+
+
+def test_sweeps_spans_and_trends():
+    f = CHAPTERS["07_sweeps"](EXPECT)
+    s = _read("sweeps")
+    fgsm = s[s["perturbation"] == "fgsm"]
+    span = fgsm.groupby("arch")["end_to_end_scale_free"].agg(lambda v: v.max() / v.min())
+    assert f["sw-max-span-arch"] == "ViT" and f["sw-max-span"] == f"{span.max():.1f}" == "2.2"
+    assert f["sw-n-models"] == str(s["checkpoint"].nunique()) == "20"
+    assert f["sw-kinds"] == "FGSM and Gaussian noise" and f["sw-kind"] == "FGSM"
+    assert f["sw-trends"].startswith("ViT num layers: rises (3.12 to 6.11)")
+
+
+def test_verdict_counts():
+    f = CHAPTERS["08_verdict"](EXPECT)
+    v = _read("verdicts")
+    assert f["headline-n-seeds"] == "5" and f["headline-alpha"] == "0.05"
+    assert f["headline-n-primary"] == str(int((v["role"] == "primary").sum())) == "6"
+    assert f["headline-envelope"] == "no test"  # a check, not a claim with counts
+    env = v[v["claim"] == "envelope"]
+    assert f["headline-envelope-ratio"] == f"{env['effect'].iloc[0]:.2f}" == "0.44"
+    assert f["primary-row-attention-more-robust"] == "vit vs resnet, autoattack"
+
+
+def test_measure_study_reference_row():
+    f = CHAPTERS["09_measures"](EXPECT)
+    assert (f["ms-ref-tau"], f["ms-ref-p"], f["ms-ref-rank"]) == ("+0.12", "0.300", "7 of 11")
+    assert f["ms-significance"] == "does not show" and f["ms-better"] == "none"
+    # the same within-architecture τ as chapter 04's pooled association (one test, two views)
+    assert f["ms-ref-tau"] == E["glue"]["04_robustness"]["rb-pooled-tau"]
+
+
+# --- edge cases on tables made here ------------------------------------------------------
+
+def test_glue_text_formats_as_the_book_shows():
+    assert glue_text(0.98765, "{:.3f}") == "0.988"
+    assert glue_text(float("nan"), "{:.3f}") == "—"
+    assert glue_text(7.79e10) == "7.79×10¹⁰" and glue_text(1e-5) == "10⁻⁵"
+    assert glue_text(120, "{:,}") == "120" and glue_text(12000, "{:,}") == "12,000"
+    assert glue_text(True, "{}") == "True"
+
+
+def test_glue_all_refuses_unformatted_values():
+    with pytest.raises(ValueError, match="'n' must be text"):
+        glue_all({"n": 3})
+
+
+def test_tables_errors_name_the_problem(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no table sweeps.csv"):
+        F.sweeps_findings(tmp_path, P["07_sweeps"])
+    with pytest.raises(KeyError, match="lacks"):
+        F.compare_findings({"topolip": _read("topolip")})
+    with pytest.raises(TypeError, match="must be a DataFrame"):
+        F.compare_findings({"topolip": _read("topolip"), "topolip_summary": [1, 2]})
+    with pytest.raises(TypeError, match="folder path or a mapping"):
+        F.compare_findings(42)
+    with pytest.raises(KeyError, match="params lacks"):
+        F.ood_findings(EXPECT, {"n_points": 200})
+
+
+def test_theory_refuses_an_attention_bound_outside_the_sqrt_n_regime():
+    t = {n: _read(n) for n in ("theory_layers", "theory_attention", "theory_conv")}
+    flat = t["theory_attention"].assign(bound=1.0)  # no growth with n: slope 0
+    with pytest.raises(ValueError, match="not about 1/2"):
+        F.theory_findings({**t, "theory_attention": flat}, P["00_theory"])
+
+
+def test_ood_with_every_auroc_above_chance():
+    summary = pd.DataFrame({"arch": ["vit", "resnet", "vit", "resnet"], "seed": 0,
+                            "ood_set": ["digits"] * 4,
+                            "end_to_end_scale_free": [1.0, 3.0, 2.0, 5.0]})
+    behaviour = pd.DataFrame({"arch": ["vit", "resnet", "vit", "resnet"],
+                              "dataset": ["digits", "digits", "in_distribution",
+                                          "in_distribution"],
+                              "auroc": [0.9, 0.75, np.nan, np.nan]})
+    f = F.ood_findings({"ood_topolip_summary": summary, "ood_behaviour": behaviour},
+                       {"n_points": 50, "n_ood": 100})
+    assert f == {"ood-e2e-rankings": "digits: ViT 1.50, ResNet 4.00",
+                 "ood-auroc-rankings": "digits: ResNet 0.75, ViT 0.90",
+                 "ood-n-below-chance": "0 of 2", "ood-below-chance": "none",
+                 "ood-n-points": "50", "ood-n-ood": "100"}
+
+
+def test_sweeps_trend_words_and_a_family_with_too_few_sizes():
+    rows = []
+    for value, e2e, params in ((1, 1.0, 100), (2, 2.0, 200), (4, 3.0, 400)):
+        rows.append({"arch": "vit", "parameter": "num_layers", "value_numeric": value,
+                     "perturbation": "fgsm", "end_to_end_scale_free": e2e,
+                     "accuracy_drop": 0.1, "parameters": params, "test_accuracy": 0.9,
+                     "checkpoint": f"vit-{value}"})
+    for value, e2e in ((2, 2.0), (4, 1.0)):
+        rows.append({"arch": "conv_stack", "parameter": "num_layers", "value_numeric": value,
+                     "perturbation": "fgsm", "end_to_end_scale_free": e2e,
+                     "accuracy_drop": 0.1, "parameters": 10 * value, "test_accuracy": 0.9,
+                     "checkpoint": f"cs-{value}"})
+    f = F.sweeps_findings({"sweeps": pd.DataFrame(rows)},
+                          {"sweep_perturbations": {"fgsm": 0.05}, "n_points": 20,
+                           "n_robust": 10, "sweep_epochs": 1})
+    assert f["sw-trends"] == ("ViT num layers: rises (1.00 to 3.00); "
+                              "convolution stack num layers: falls (2.00 to 1.00)")
+    assert f["sw-size-tau"] == "ViT +1.00"  # the stack has two sizes only: no τ
+    assert f["sw-n-robust"] == "20" and f["sw-n-models"] == "5"
+    assert f["sw-max-span-arch"] == "ViT" and f["sw-max-span"] == "3.0"
+    assert f["sw-ranges"] == "convolution stack 1.00–2.00; ViT 1.00–3.00"
+    assert f["sw-median-span"] == "1.3"
