@@ -47,13 +47,12 @@ input_size_grid = [4, 6, 8, 12, 16, 24, 32]
 # %% tags=["remove-input"]
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from topolip.bounds import attention_scaling, bound_check, conv_scaling, random_layers
-from topolip.figures import plot_attention_scaling, plot_conv_scaling
-from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
-from topolip.report import glue_number, show_parameters, show_table
+from topolip.findings import theory_findings
+from topolip.pipeline import notebook_parameters, publish_registered, write_table
+from topolip.report import glue_all, show_parameters, show_table
 
 # the random layers' weights come from torch's global generator, their inputs from gen
 torch.manual_seed(theory_seed)
@@ -256,14 +255,6 @@ layers = random_layers(token_dim=token_dim, heads=theory_heads, channels=theory_
 # raises BoundViolation if an estimate exceeds its bound
 random_table = bound_check(layers, n_iter=theory_n_iter, seed=theory_seed)
 _ = write_table(random_table, tables / "theory_layers.csv", params)
-tight = random_table[random_table["bound / estimate"] < 1.01]
-glue_number("theory-n-layers", len(random_table), "{:d}")
-glue_number("theory-samples", theory_samples, "{:d}")
-glue_number("theory-seed", theory_seed, "{:d}")
-glue_number("theory-n-tight", len(tight), "{:d}")
-loosest = random_table.loc[random_table["bound / estimate"].idxmax()]
-glue_number("theory-loosest-layer", loosest["layer"], "{}")
-glue_number("theory-loosest-ratio", loosest["bound / estimate"])
 show_table(random_table, columns={"layer": "layer", "bound": "bound", "estimate": "estimate",
                                   "bound / estimate": "bound / estimate"}, digits=4,
            caption="Every bound against its estimate on a random layer (1 = tight).")
@@ -295,17 +286,8 @@ _ = write_table(attention, tables / "theory_attention.csv", params)
 
 # %% tags=["hide-input"]
 # drawn from the saved table, as `topolip figure fig-theory-attention` redraws it
-saved = read_table(tables / "theory_attention.csv")
-_ = publish_figure(plot_attention_scaling(saved, width=token_dim), "fig-theory-attention",
-                   results_dir=results_dir, notebook="00_theory",
-                   tables=("theory_attention.csv",), params=params)
-by_n = attention[attention["width"] == token_dim]
-regime = by_n[(by_n["R"] == slope_radius) & by_n["n"].between(4, 256)]
-slope = np.polyfit(np.log(regime["n"]), np.log(regime["bound"]), 1)[0]
-assert 0.3 < slope < 0.6, slope  # about 1/2: the √n regime
-glue_number("theory-attention-slope", slope, "{:.2f}")
-glue_number("theory-slope-radius", slope_radius, "{:g}")
-_ = glue_number("theory-width", token_dim, "{:d}")
+_ = publish_registered("fig-theory-attention", results_dir=results_dir, params=params,
+                       width=token_dim)
 
 # %% [markdown]
 # ```{glue:figure} fig-theory-attention
@@ -341,19 +323,11 @@ conv_table = conv_scaling(channels=theory_channels, image_size=theory_image_size
                           input_size_grid=input_size_grid, generator=gen, n_iter=theory_n_iter,
                           seed=theory_seed)
 _ = write_table(conv_table, tables / "theory_conv.csv", params)
-
-sizes = conv_table[conv_table["sweep"] == "input size"]
-assert (np.diff(sizes["certified"]) >= -1e-3 * sizes["certified"].iloc[:-1]).all()
-growth = sizes["certified"].iloc[-1] / sizes["certified"].iloc[-2] - 1
-assert growth < 0.01  # saturated: the norm does not keep growing with the input size
-glue_number("theory-conv-growth", 100 * growth, "{:+.2f}")
-glue_number("theory-conv-size-last", int(sizes["value"].iloc[-1]), "{:d}")
-glue_number("theory-conv-size-prev", int(sizes["value"].iloc[-2]), "{:d}")
-cheap_slack = (conv_table["cheap"] / conv_table["certified"]).max()
-glue_number("theory-conv-cheap-slack", cheap_slack)
-saved = read_table(tables / "theory_conv.csv")  # as `topolip figure fig-theory-conv` reads it
-_ = publish_figure(plot_conv_scaling(saved), "fig-theory-conv", results_dir=results_dir,
-                   notebook="00_theory", tables=("theory_conv.csv",), params=params)
+_ = publish_registered("fig-theory-conv", results_dir=results_dir, params=params)
+# the glued numbers (raises if the attention bound is not in its √n regime at slope_radius or
+# the certified conv norm is not saturated in the input size)
+_ = glue_all(theory_findings({"theory_layers": random_table, "theory_attention": attention,
+                              "theory_conv": conv_table}, params))
 
 # %% [markdown]
 # ```{glue:figure} fig-theory-conv

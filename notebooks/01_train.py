@@ -49,10 +49,10 @@ import pandas as pd
 
 from topolip.claims import FAMILY_PAIRS
 from topolip.data import load_dataset
-from topolip.figures import plot_training_curves
+from topolip.findings import train_findings
 from topolip.models.capacity import MATCH_TOLERANCE, capacity_table, flops_per_image
-from topolip.pipeline import notebook_parameters, publish_figure, write_table
-from topolip.report import ARCH_LABELS, glue_number, show_parameters, show_table
+from topolip.pipeline import notebook_parameters, publish_registered, write_table
+from topolip.report import glue_all, show_parameters, show_table
 from topolip.tasks import TaskRunner, train_models
 from topolip.train import TrainConfig, configure_threads, default_device, spec_for
 
@@ -89,40 +89,10 @@ _ = write_table(history, Path(results_dir) / "tables" / "training.csv", params)
 capacity = capacity_table(models, FAMILY_PAIRS)
 
 # %% tags=["hide-input"]
-profile_note = f"{data.name}, {n_train} training images, device {device.type}"
-_ = publish_figure(plot_training_curves(history), "fig-train-curves", results_dir=results_dir,
-                   notebook="01_train", tables=("training.csv",), params=params, seeds=seeds)
-acc = models.groupby("arch", sort=False)["test_accuracy"].agg(["mean", "min", "max"])
-glue_number("n-models", len(models), "{:d}")
-glue_number("n-archs", len(archs), "{:d}")
-glue_number("n-seeds", len(seeds), "{:d}")
-glue_number("train-epochs", epochs, "{:d}")
-glue_number("train-data", profile_note, "{}")
-for arch in ("vit", "resnet", "attention_stack", "conv_stack"):
-    value = acc["mean"].get(arch, float("nan"))
-    glue_number(f"acc-{arch.replace('_', '-')}", value, "{:.3f}")
-best, worst = acc["mean"].idxmax(), acc["mean"].idxmin()
-glue_number("acc-best-arch", ARCH_LABELS.get(best, best), "{}")
-glue_number("acc-best", acc["mean"].max(), "{:.3f}")
-glue_number("acc-worst-arch", ARCH_LABELS.get(worst, worst), "{}")
-glue_number("acc-worst", acc["mean"].min(), "{:.3f}")
-glue_number("acc-spread", acc["mean"].max() - acc["mean"].min(), "{:.3f}")
-glue_number("match-tolerance", 100 * MATCH_TOLERANCE, "{:.0f}%")
-unmatched = capacity[~capacity["matched"]]
-glue_number("match-verdict", "both compared pairs are matched" if unmatched.empty else (
-    "NOT matched in this run: " + "; ".join(
-        f"{ARCH_LABELS.get(r.attention, r.attention)} against "
-        f"{ARCH_LABELS.get(r.convolution, r.convolution)}, ratio {r.parameter_ratio:.2f}"
-        for r in unmatched.itertuples())
-    + ", so the comparisons of that pair confound the architecture with its size (the "
-    "profiles are matched; a parameter override can undo it)"), "{}")
-for r in capacity.itertuples():
-    key = f"{r.attention}-{r.convolution}".replace("_", "-")
-    glue_number(f"params-ratio-{key}", r.parameter_ratio, "{:.2f}")
-    glue_number(f"flops-ratio-{key}", r.flop_ratio, "{:.2f}")
-    glue_number(f"params-{key}", f"{r.parameters_attention:,} against {r.parameters_convolution:,}",
-                "{}")
-_ = glue_number("train-seconds", models["train_seconds"].sum(), "{:.0f}")
+_ = publish_registered("fig-train-curves", results_dir=results_dir, params=params, seeds=seeds)
+_ = glue_all(train_findings({"models": models}, params, capacity=capacity,
+                            match_tolerance=MATCH_TOLERANCE, data_name=data.name,
+                            device=device.type))
 
 # %% [markdown]
 # ## Results

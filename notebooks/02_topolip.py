@@ -61,9 +61,9 @@ from pathlib import Path
 
 from topolip.data import load_dataset
 from topolip.experiments import measure_trained
-from topolip.figures import plot_noise_floor
-from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
-from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
+from topolip.findings import topolip_findings
+from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
+from topolip.report import ARCH_LABELS, glue_all, kind_label, show_parameters, show_table
 from topolip.spec import TopoLipSpec
 from topolip.tasks import TaskRunner, map_models
 
@@ -88,27 +88,9 @@ _ = write_table(summary, tables / "topolip_summary.csv", params)
 table = read_table(tables / "topolip.csv")
 summary = read_table(tables / "topolip_summary.csv")
 seeds = sorted(int(s) for s in models["seed"].unique())
-_ = publish_figure(plot_noise_floor(table), "fig-noise-floor", results_dir=results_dir,
-                   notebook="02_topolip", tables=("topolip.csv",), params=params, seeds=seeds)
+_ = publish_registered("fig-noise-floor", results_dir=results_dir, params=params, seeds=seeds)
 table["flag"] = table["flag"].astype(object).fillna("")  # an empty flag is read back from CSV as NaN
-ratios = table[table["depth"] > 0]
-n_flagged = int((ratios["flag"] != "").sum())
-glue_number("tl-n-models", len(models), "{}")
-glue_number("tl-n-kinds", len(topolip_strengths), "{}")
-glue_number("tl-n-ratios", len(ratios), "{}")
-glue_number("tl-n-flagged", n_flagged, "{}")
-glue_number("tl-share-flagged", 100 * n_flagged / max(len(ratios), 1), "{:.0f}%")
-inputs = table[table["depth"] == 0]
-below = inputs.groupby("perturbation")["within_noise_floor"].mean()
-glue_number("tl-kinds-input-below", ", ".join(
-    kind_label(k) for k, v in below.items() if v > 0.5) or "none", "{}")
-glue_number("tl-n-kinds-input-below", int((below > 0.5).sum()), "{}")
-above = table[(table["depth"] > 0) & ~table["within_noise_floor"]]
-glue_number("tl-share-layers-above", 100 * len(above) / max(len(ratios), 1), "{:.0f}%")
-env = (table["bottleneck"] / table["envelope"]).max()
-glue_number("tl-envelope-max", env, "{:.2f}")
-glue_number("tl-n-points", n_points, "{}")
-_ = glue_number("tl-n-robust", max(n_robust, n_points), "{}")
+_ = glue_all(topolip_findings({"topolip": table, "models": models}, params))
 
 # %% [markdown]
 # ## Displacement against the noise floor

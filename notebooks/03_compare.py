@@ -28,17 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from topolip.claims import family_below_counts
-from topolip.figures import plot_end_to_end, plot_topolip_by_layer
-from topolip.pipeline import publish_figure, read_table
-from topolip.report import (
-    arch_label,
-    arch_ranking,
-    glue_number,
-    kind_label,
-    show_parameters,
-    show_table,
-)
+from topolip.findings import compare_findings
+from topolip.pipeline import publish_registered, read_table
+from topolip.report import glue_all, kind_label, show_parameters, show_table
 
 tables = Path(results_dir) / "tables"
 table = read_table(tables / "topolip.csv")
@@ -51,33 +43,9 @@ show_parameters({"results_dir": Path(results_dir).name, "tables read": "topolip.
 # %% tags=["hide-input"]
 depth = table.groupby("arch")["depth"].max().rename("L")
 summary = summary.merge(depth, on="arch")
-kinds = list(dict.fromkeys(summary["perturbation"]))
-_ = publish_figure(plot_end_to_end(summary), "fig-compare-end-to-end", results_dir=results_dir,
-                   notebook="03_compare", tables=("topolip_summary.csv",), seeds=seeds)
-_ = publish_figure(plot_topolip_by_layer(table), "fig-compare-by-layer", results_dir=results_dir,
-                   notebook="03_compare", tables=("topolip.csv",), seeds=seeds)
-# geometric means over seeds: the measure is a ratio
-e2e = np.exp(summary.assign(log=np.log(summary["end_to_end_scale_free"]))
-             .groupby(["perturbation", "arch"])["log"].mean().unstack())
-# the headline kind: the one whose input displacement lies within the noise floor for the
-# fewest models (the verdicts leave those models out), the first such in the profile's order
-flagged = (summary["end_to_end_flag"].fillna("") != "").groupby(summary["perturbation"]).mean()
-headline = min(kinds, key=lambda k: (flagged.get(k, 0.0), kinds.index(k)))
-first = e2e.loc[headline].dropna().sort_values()
-glue_number("e2e-kind", kind_label(headline), "{}")
-glue_number("e2e-smoothest-arch", arch_label(first.index[0]), "{}")
-glue_number("e2e-smoothest", first.iloc[0])
-glue_number("e2e-roughest-arch", arch_label(first.index[-1]), "{}")
-glue_number("e2e-roughest", first.iloc[-1])
-glue_number("e2e-vit", first.get("vit", float("nan")))
-glue_number("e2e-resnet", first.get("resnet", float("nan")))
-glue_number("e2e-rankings", "; ".join(f"{kind_label(kind)}: {arch_ranking(row)}"
-                                      for kind, row in e2e.iterrows()), "{}")
-below = family_below_counts(summary)
-glue_number("e2e-vit-below-resnet", below[("vit", "resnet")], "{}")
-glue_number("e2e-stack-below", below[("attention_stack", "conv_stack")], "{}")
-spread = summary.groupby(["perturbation", "arch"])["end_to_end_scale_free"].agg(["min", "max"])
-_ = glue_number("e2e-seed-spread", float((spread["max"] / spread["min"]).max()), "{:.2f}")
+_ = publish_registered("fig-compare-end-to-end", results_dir=results_dir, seeds=seeds)
+_ = publish_registered("fig-compare-by-layer", results_dir=results_dir, seeds=seeds)
+_ = glue_all(compare_findings(tables))
 
 # %% [markdown]
 # ## Results

@@ -66,12 +66,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from topolip.claims import most_robust_vs_smoothest, smoothness_table
+from topolip.claims import smoothness_table
 from topolip.data import load_dataset
-from topolip.figures import plot_accuracy_curves, plot_topolip_vs_accuracy
-from topolip.masking import CHECKS, ladder_table, masking_checks, masking_summary
-from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
-from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
+from topolip.findings import robustness_findings
+from topolip.masking import CHECKS, ladder_table, masking_checks
+from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
+from topolip.report import glue_all, kind_label, show_parameters, show_table
 from topolip.robustness import robustness_trained
 from topolip.tasks import TaskRunner, map_models
 
@@ -106,74 +106,13 @@ curves = read_table(tables / "robustness.csv")
 masking = read_table(tables / "masking.csv")
 smooth = read_table(tables / "smoothness.csv")
 seeds = sorted(int(s) for s in models["seed"].unique())
-_ = publish_figure(plot_accuracy_curves(curves), "fig-robustness-curves", results_dir=results_dir,
-                   notebook="04_robustness", tables=("robustness.csv",), params=params,
-                   seeds=seeds)
-_ = publish_figure(plot_topolip_vs_accuracy(summary), "fig-topolip-vs-drop",
-                   results_dir=results_dir, notebook="04_robustness",
-                   tables=("topolip_summary.csv",), params=params, seeds=seeds)
+_ = publish_registered("fig-robustness-curves", results_dir=results_dir, params=params,
+                       seeds=seeds)
+_ = publish_registered("fig-topolip-vs-drop", results_dir=results_dir, params=params,
+                       seeds=seeds)
 ladder = ladder_table(curves, eps_topolip, masking=masking)
-flagged = masking_summary(masking)
-n_models = masking[["arch", "seed"]].drop_duplicates().shape[0]
-glue_number("rb-eps", eps_topolip, "{:g}")
-glue_number("rb-eps-grid", ", ".join(f"{e:g}" for e in attack_eps if e > 0), "{}")
-glue_number("rb-n-ladder", n_ladder, "{}")
-glue_number("rb-pgd-steps", ladder_pgd_steps, "{}")
-glue_number("rb-pgd-restarts", ladder_pgd_restarts, "{}")
-glue_number("rb-apgd-steps", apgd_steps, "{}")
-glue_number("rb-apgd-targets", apgd_target_classes, "{}")
-glue_number("rb-square-queries", square_queries, "{}")
-glue_number("rb-probe-steps", pgd_steps, "{}")
-glue_number("rb-large-eps", masking_large_eps, "{:g}")
-glue_number("rb-tolerance", masking_tolerance, "{:g}")
-glue_number("rb-zero-accuracy", masking_zero_accuracy, "{:g}")
-for attack in ("fgsm", "pgd", "autoattack", "square"):
-    row = ladder[ladder["perturbation"] == attack].sort_values("accuracy_mean")
-    glue_number(f"rb-{attack}-ranking", ", ".join(
-        f"{ARCH_LABELS.get(a, a)} {v:.2f}" for a, v in zip(row["arch"], row["accuracy_mean"],
-                                                           strict=True)), "{}")
-pivot = ladder.pivot(index="arch", columns="perturbation", values="accuracy_mean")
-glue_number("rb-aa-below-pgd", float((pivot["pgd"] - pivot["autoattack"]).max()), "{:.2f}")
-glue_number("rb-n-attacked", n_models, "{}")
-glue_number("rb-n-flagged", len(flagged), "{}")
-glue_number("rb-flagged", "; ".join(
-    f"{ARCH_LABELS.get(a, a)} seed {s} ({f})" for a, s, f in flagged.values)
-    if len(flagged) else "none", "{}")
-passes = masking[masking["check"] != "all"].groupby("check", sort=False)["passed"].sum()
-glue_number("rb-check-failures", ", ".join(
-    f"{c} ({n_models - int(n)})" for c, n in passes.items() if n < n_models) or "none", "{}")
-inside = smooth[smooth["level"] == "within architecture"]
-pooled = inside[(inside["group"] == "pooled") & (inside["response"] == "accuracy_drop")]
-per_kind = inside[(inside["group"] != "pooled") & (inside["response"] == "accuracy_drop")]
-between = smooth[(smooth["level"] == "architecture means")
-                 & (smooth["response"] == "accuracy_drop")]
-glue_number("rb-n-kinds", len(per_kind), "{}")
-glue_number("rb-n-archs", int(pooled["n_arch"].iloc[0]) if len(pooled) else 0, "{}")
-glue_number("rb-n-excluded", int(pooled["n_excluded"].iloc[0]) if len(pooled) else 0, "{}")
-glue_number("rb-pooled-tau", float(pooled["tau"].iloc[0]) if len(pooled) else float("nan"),
-            "{:+.2f}")
-glue_number("rb-pooled-p", float(pooled["pvalue"].iloc[0]) if len(pooled) else float("nan"),
-            "{:.3f}")
-glue_number("rb-n-permutations",
-            int(pooled["n_permutations"].iloc[0]) if len(pooled) else 0, "{:,}")
-glue_number("rb-exact", "exact" if len(pooled) and bool(pooled["exact"].iloc[0])
-            else "Monte Carlo", "{}")
-glue_number("rb-tau-range", f"{per_kind['tau'].min():+.2f} to {per_kind['tau'].max():+.2f}"
-            if per_kind["tau"].notna().any() else "undefined", "{}")
-glue_number("rb-n-positive", int((per_kind["tau"] > 0).sum()), "{}")
-glue_number("rb-n-significant", int(((per_kind["p_adjusted"] < 0.05)
-                                     & (per_kind["tau"] > 0)).sum()), "{}")
-glue_number("rb-n-negative-significant", int(((per_kind["p_adjusted"] < 0.05)
-                                              & (per_kind["tau"] < 0)).sum()), "{}")
-glue_number("rb-between-tau", float(between["tau"].iloc[0]) if len(between) else float("nan"),
-            "{:+.2f}")
-glue_number("rb-between-p", float(between["pvalue"].iloc[0]) if len(between)
-            else float("nan"), "{:.2f}")
-glue_number("rb-between-min-p", float(between["min_pvalue"].iloc[0]) if len(between)
-            else float("nan"), "{:.3f}")
-agree = most_robust_vs_smoothest(summary)
-glue_number("rb-agree", f"{int(agree['agree'].sum())} of {len(agree)}", "{}")
-_ = glue_number("rb-n-seeds", len(seeds), "{}")
+_ = glue_all(robustness_findings({"robustness": curves, "masking": masking, "smoothness": smooth,
+                                  "topolip_summary": summary, "models": models}, params))
 
 # %% [markdown]
 # ## The attack ladder

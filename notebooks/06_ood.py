@@ -53,10 +53,10 @@ from pathlib import Path
 
 from topolip.data import load_dataset
 from topolip.experiments import model_summaries
-from topolip.figures import plot_end_to_end, plot_ood_behaviour
+from topolip.findings import ood_findings
 from topolip.ood import load_ood_batches, measure_ood_trained
-from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
-from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters, show_table
+from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
+from topolip.report import glue_all, kind_label, show_parameters, show_table
 from topolip.spec import TopoLipSpec
 from topolip.tasks import TaskRunner, map_models
 
@@ -87,32 +87,11 @@ behaviour = read_table(tables / "ood_behaviour.csv")
 seeds = sorted(int(s) for s in models["seed"].unique())
 own = behaviour[behaviour["dataset"] == "in_distribution"].merge(models, on=["arch", "seed"])
 assert (own["accuracy"] - own["test_accuracy"]).abs().max() < 1e-12, "same test set as training"
-_ = publish_figure(plot_end_to_end(summary, group="ood_set"),
-                   "fig-ood-topolip", results_dir=results_dir, notebook="06_ood",
-                   tables=("ood_topolip_summary.csv",), params=params, seeds=seeds)
-_ = publish_figure(plot_ood_behaviour(behaviour), "fig-ood-behaviour", results_dir=results_dir,
-                   notebook="06_ood", tables=("ood_behaviour.csv",), params=params, seeds=seeds)
-e2e = summary.groupby(["ood_set", "arch"])["end_to_end_scale_free"].mean().unstack()
-auroc = behaviour[behaviour["dataset"] != "in_distribution"].groupby(
-    ["dataset", "arch"])["auroc"].mean().unstack()
-
-
-def ranking(row):
-    return ", ".join(f"{ARCH_LABELS.get(a, a)} {v:.2f}" for a, v in row.dropna().sort_values().items())
-
-
-glue_number("ood-e2e-rankings", "; ".join(f"{kind_label(k)}: {ranking(r)}"
-                                          for k, r in e2e.iterrows()), "{}")
-glue_number("ood-auroc-rankings", "; ".join(f"{kind_label(k)}: {ranking(r)}"
-                                            for k, r in auroc.iterrows()), "{}")
-below = auroc.stack()
-below = below[below < 0.5]
-glue_number("ood-n-below-chance", f"{len(below)} of {auroc.size}", "{}")
-glue_number("ood-below-chance", ", ".join(
-    f"{ARCH_LABELS.get(a, a)} on {kind_label(d)} ({v:.2f})" for (d, a), v in below.items())
-    or "none", "{}")
-glue_number("ood-n-points", n_points, "{}")
-_ = glue_number("ood-n-ood", n_ood, "{}")
+_ = publish_registered("fig-ood-topolip", results_dir=results_dir, params=params, seeds=seeds)
+_ = publish_registered("fig-ood-behaviour", results_dir=results_dir, params=params,
+                       seeds=seeds)
+_ = glue_all(ood_findings({"ood_topolip_summary": summary, "ood_behaviour": behaviour},
+                          params))
 
 # %% [markdown]
 # ## Results

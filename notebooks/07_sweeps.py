@@ -63,16 +63,14 @@ sweeps = {
 # %% tags=["remove-input"]
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from topolip.data import load_dataset
 from topolip.experiments import model_images
-from topolip.figures import plot_size_sweep, plot_sweep
-from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
-from topolip.report import ARCH_LABELS, glue_number, kind_label, show_parameters
+from topolip.findings import sweeps_findings
+from topolip.pipeline import notebook_parameters, publish_registered, write_table
+from topolip.report import glue_all, show_parameters
 from topolip.spec import TopoLipSpec
-from topolip.stats import kendall_tau
 from topolip.sweeps import run_sweeps
 from topolip.tasks import TaskRunner
 from topolip.train import TrainConfig, configure_threads
@@ -101,46 +99,12 @@ table = pd.concat(parts, ignore_index=True).drop(columns=["resumed_from_epoch"])
 _ = write_table(table, tables / "sweeps.csv", params)
 
 # %% tags=["remove-input"]
-table = read_table(tables / "sweeps.csv")
-kind = next(iter(sweep_perturbations))
-shown = table[table["perturbation"] == kind]
 for arch in sweeps:
-    _ = publish_figure(plot_sweep(table, arch, measures=("end_to_end", "end_to_end_scale_free")),
-                       f"fig-sweep-{arch.replace('_', '-')}", results_dir=results_dir,
-                       notebook="07_sweeps", tables=("sweeps.csv",), params=params,
+    _ = publish_registered(f"fig-sweep-{arch.replace('_', '-')}", results_dir=results_dir,
+                           params=params, seeds=sweep_seeds)
+_ = publish_registered("fig-sweep-size", results_dir=results_dir, params=params,
                        seeds=sweep_seeds)
-means = shown.groupby(["arch", "parameter", "value_numeric"], sort=False)[
-    ["end_to_end_scale_free", "test_accuracy"]].mean()
-trends = []
-for (arch, param), part in means.groupby(level=[0, 1], sort=False):
-    part = part.droplevel([0, 1]).sort_index()
-    e2e = part["end_to_end_scale_free"]
-    diffs = e2e.diff().dropna()
-    trend = "rises" if (diffs > 0).all() else "falls" if (diffs < 0).all() else "is not monotone"
-    trends.append(f"{ARCH_LABELS.get(arch, arch)} {param.replace('_', ' ')}: {trend} "
-                  f"({e2e.iloc[0]:.2f} to {e2e.iloc[-1]:.2f})")
-glue_number("sw-trends", "; ".join(trends), "{}")
-glue_number("sw-kind", kind_label(kind), "{}")
-glue_number("sw-kinds", " and ".join(kind_label(k) for k in sweep_perturbations), "{}")
-glue_number("sw-n-points", n_points, "{}")
-glue_number("sw-n-robust", max(n_robust, n_points), "{}")
-glue_number("sw-n-models", table["checkpoint"].nunique(), "{}")
-glue_number("sw-epochs", sweep_epochs, "{}")
-span = shown.groupby("arch")["end_to_end_scale_free"].agg(lambda v: v.max() / v.min())
-glue_number("sw-max-span-arch", ARCH_LABELS.get(span.idxmax(), span.idxmax()), "{}")
-glue_number("sw-max-span", float(span.max()), "{:.1f}")
-family = shown.groupby("arch")["end_to_end_scale_free"].agg(["min", "max", "median"])
-glue_number("sw-ranges", "; ".join(f"{ARCH_LABELS.get(a, a)} {r['min']:.2f}–{r['max']:.2f}"
-                                   for a, r in family.iterrows()), "{}")
-glue_number("sw-median-span", float(family["median"].max() / family["median"].min()), "{:.1f}")
-_ = publish_figure(plot_size_sweep(table), "fig-sweep-size", results_dir=results_dir,
-                   notebook="07_sweeps", tables=("sweeps.csv",), params=params, seeds=sweep_seeds)
-size = shown.groupby(["arch", "parameters"])[["end_to_end_scale_free", "accuracy_drop"]].mean()
-size_tau = {arch: kendall_tau(np.log(part.index.get_level_values("parameters")),
-                              part["end_to_end_scale_free"])
-            for arch, part in size.groupby(level=0) if len(part) >= 3}
-_ = glue_number("sw-size-tau", "; ".join(f"{ARCH_LABELS.get(a, a)} {v:+.2f}"
-                                         for a, v in size_tau.items()) or "none", "{}")
+_ = glue_all(sweeps_findings(tables, params))
 
 # %% [markdown]
 # ## The sweeps

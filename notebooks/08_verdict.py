@@ -49,15 +49,9 @@ from IPython.display import Markdown, display
 
 from topolip.calibration import power_table
 from topolip.claims import evaluate, findings, load_claims, with_options
-from topolip.figures import plot_verdicts
-from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
-from topolip.report import (
-    comparison_label,
-    format_interval,
-    glue_number,
-    show_parameters,
-    show_table,
-)
+from topolip.findings import verdict_findings
+from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
+from topolip.report import comparison_label, format_interval, glue_all, show_parameters, show_table
 
 params = {**notebook_parameters(globals(), "08_verdict"), "claims": "data/claims.yml"}
 show_parameters(params)
@@ -80,27 +74,9 @@ verdicts = read_table(tables_dir / "verdicts.csv")
 power = power_table(verdicts, alpha=alpha)
 found = findings(verdicts, power, alpha=alpha)
 seeds = sorted(int(s) for s in tables["topolip_summary"]["seed"].unique())
-_ = publish_figure(plot_verdicts(verdicts), "fig-verdicts",
-                   results_dir=results_dir, notebook="08_verdict",
-                   tables=("verdicts.csv",), params=params, seeds=seeds)
-glue_number("headline-n-seeds", len(seeds), "{}")
-glue_number("headline-n-families", found["n_families"], "{}")
-glue_number("headline-n-primary", found["n_primary"], "{}")
-glue_number("headline-error-bound", found["error_bound"], "{:.2g}")
-glue_number("headline-alpha", alpha, "{:g}")
-glue_number("headline-n-comparisons", found["n_tests"], "{}")
-glue_number("headline-n-decisive", found["n_decisive"], "{}")
-glue_number("headline-n-supported", found["n_supported"], "{}")
-glue_number("headline-n-contradicted", found["n_contradicted"], "{}")
-glue_number("headline-n-near", found["n_near"], "{}")
-for c in claims:
-    glue_number(f"headline-{c.id}", found["counts"].get(c.id, "no test"), "{}")
-    if c.id in found["primary"]:
-        glue_number(f"primary-{c.id}", found["primary"][c.id], "{}")
-        glue_number(f"primary-row-{c.id}", found["primary_rows"][c.id], "{}")
-env = verdicts[verdicts["claim"] == "envelope"]
-_ = glue_number("headline-envelope-ratio",
-                float(env["effect"].iloc[0]) if len(env) else float("nan"), "{:.2f}")
+_ = publish_registered("fig-verdicts", results_dir=results_dir, params=params, seeds=seeds)
+_ = glue_all(verdict_findings({"verdicts": verdicts}, claims=claims, alpha=alpha,
+                              n_seeds=len(seeds), power=power))
 
 # %% [markdown]
 # ## Families and the book-wide error rate

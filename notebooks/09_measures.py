@@ -71,10 +71,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from topolip.figures import plot_measure_study
-from topolip.measure_study import findings, measure_population, measure_study
-from topolip.pipeline import notebook_parameters, publish_figure, read_table, write_table
-from topolip.report import format_interval, glue_number, kind_label, show_parameters, show_table
+from topolip.findings import measures_findings
+from topolip.measure_study import measure_population, measure_study
+from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
+from topolip.report import format_interval, glue_all, kind_label, show_parameters, show_table
 
 params = notebook_parameters(globals(), "09_measures")
 show_parameters({**params, "tables read": "topolip_summary.csv, sweeps.csv",
@@ -95,40 +95,9 @@ study = read_table(tables / "measure_study.csv")
 study["comparison"] = study["comparison"].astype(object).fillna("")  # "" is read back as NaN
 models = read_table(tables / "models.csv")
 seeds = sorted(int(s) for s in models["seed"].unique())
-_ = publish_figure(plot_measure_study(study, alpha=alpha), "fig-measure-study",
-                   results_dir=results_dir, notebook="09_measures",
-                   tables=("measure_study.csv",), params=params, seeds=seeds)
-f = findings(study, alpha=alpha, kind_label=kind_label)
-glue_number("ms-sentence", f["sentence"], "{}")
-glue_number("ms-n-models", f["n_models"], "{}")
-glue_number("ms-n-archs", f["n_archs"], "{}")
-glue_number("ms-n-seeds", f["n_seeds"], "{}")
-glue_number("ms-n-kinds", f["n_kinds"], "{}")
-glue_number("ms-n-excluded", f["n_excluded"], "{}")
-glue_number("ms-n-permutations", f["n_permutations"], "{:,}")
-glue_number("ms-min-p", f["min_p"], "{:.3f}")
-glue_number("ms-ref-tau", f["ref_tau"], "{:+.2f}")
-glue_number("ms-ref-p", f["ref_p"], "{:.3f}")
-glue_number("ms-ref-pooled", f["ref_tau_pooled"], "{:+.2f}")
-glue_number("ms-ref-rank", f["ref_rank"], "{}")
-glue_number("ms-top-measure", f["top_measure"], "{}")
-glue_number("ms-top-tau", f["top_tau"], "{:+.2f}")
-glue_number("ms-ref-taus", f["ref_taus_by_kind"], "{}")
-glue_number("ms-n-comparisons", f["n_comparisons"], "{}")
-glue_number("ms-n-better", f["n_better"], "{}")
-glue_number("ms-n-worse", f["n_worse"], "{}")
-glue_number("ms-n-undecided", f["n_undecided"], "{}")
-glue_number("ms-n-untestable", f["n_untestable"], "{}")
-glue_number("ms-better", f["better"], "{}")
-glue_number("ms-worse", f["worse"], "{}")
-glue_number("ms-n-secondary", f["n_secondary"], "{}")
-glue_number("ms-n-secondary-better", f["n_secondary_better"], "{}")
-glue_number("ms-n-secondary-worse", f["n_secondary_worse"], "{}")
-glue_number("ms-n-significant", f["n_significant_measures"], "{}")
-glue_number("ms-granulated", f["granulated"], "{}")
-glue_number("ms-near", f["near"], "{}")
-glue_number("ms-family-note", f["family_note"], "{}")
-_ = glue_number("ms-significance", "shows" if f["ref_significant"] else "does not show", "{}")
+_ = publish_registered("fig-measure-study", results_dir=results_dir, params=params,
+                       seeds=seeds, alpha=alpha)
+_ = glue_all(measures_findings({"measure_study": study}, alpha=alpha))
 
 # %% [markdown]
 # ## Results
