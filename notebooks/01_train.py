@@ -53,6 +53,7 @@ from topolip.findings import train_findings
 from topolip.models.capacity import MATCH_TOLERANCE, capacity_table, flops_per_image
 from topolip.pipeline import notebook_parameters, publish_registered, write_table
 from topolip.report import glue_all, show_parameters, show_table
+from topolip.schema import frame
 from topolip.tasks import TaskRunner, train_models
 from topolip.train import TrainConfig, configure_threads, default_device, spec_for
 
@@ -82,7 +83,7 @@ for (spec, config), result in zip(jobs, trained, strict=True):
                  "checkpoint": result["checkpoint"]})
     histories += [{"arch": arch, "seed": seed, **h} for h in result["history"]]
 
-models = pd.DataFrame(rows)
+models = frame("models", rows)  # the declared columns of tables/models.csv, in order
 history = pd.DataFrame(histories)
 _ = write_table(models, Path(results_dir) / "tables" / "models.csv", params)
 _ = write_table(history, Path(results_dir) / "tables" / "training.csv", params)

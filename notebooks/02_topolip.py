@@ -89,7 +89,6 @@ table = read_table(tables / "topolip.csv")
 summary = read_table(tables / "topolip_summary.csv")
 seeds = sorted(int(s) for s in models["seed"].unique())
 _ = publish_registered("fig-noise-floor", results_dir=results_dir, params=params, seeds=seeds)
-table["flag"] = table["flag"].astype(object).fillna("")  # an empty flag is read back from CSV as NaN
 _ = glue_all(topolip_findings({"topolip": table, "models": models}, params))
 
 # %% [markdown]

@@ -92,7 +92,6 @@ _ = write_table(granulated, tables / "measure_granulated.csv", params)
 
 # %% tags=["remove-input"]
 study = read_table(tables / "measure_study.csv")
-study["comparison"] = study["comparison"].astype(object).fillna("")  # "" is read back as NaN
 models = read_table(tables / "models.csv")
 seeds = sorted(int(s) for s in models["seed"].unique())
 _ = publish_registered("fig-measure-study", results_dir=results_dir, params=params,

@@ -77,7 +77,7 @@ def test_join_rejects_tables_that_do_not_match():
     broken.loc[2, "bottleneck"] = 1.0  # above 2 eps
     with pytest.raises(ValueError, match="exceeds its envelope"):
         bounds_vs_measured(bounds, broken)
-    with pytest.raises(ValueError, match=r"measured lacks the columns \['bottleneck'\]"):
+    with pytest.raises(ValueError, match=r"measured lacks column\(s\) \['bottleneck'\]"):
         bounds_vs_measured(bounds, measured.drop(columns="bottleneck"))
 
 

@@ -233,6 +233,7 @@ def test_outputs_honour_the_umask(tmp_path, umask, mode):
 
     from topolip.io import atomic_write_bytes, atomic_write_json, atomic_write_text
     from topolip.pipeline.provenance import write_table
+    from topolip.schema import Column, TableSchema
 
     old = os.umask(umask)
     try:
@@ -242,7 +243,8 @@ def test_outputs_honour_the_umask(tmp_path, umask, mode):
                  atomic_write_json(tmp_path / "a.json", {}),
                  atomic_write_bytes(tmp_path / "f.png", b"\x89PNG"),
                  atomic_write_bytes(tmp_path / "f.svg", b"<svg/>"),
-                 write_table(pd.DataFrame({"a": [1]}), tmp_path / "t.csv")]
+                 write_table(pd.DataFrame({"a": [1]}), tmp_path / "t.csv",
+                             schema=TableSchema("t", (Column("a", "int"),), "01_train"))]
         from topolip.data import load_mnist
         from topolip.train import ModelSpec, TrainConfig, fit
 

@@ -38,6 +38,8 @@ TORCH_FREE = [
     "topolip.report",
     "topolip.findings",
     "topolip.figures",
+    "topolip.roster",
+    "topolip.schema",
 ]
 MODEL_FREE = ["topolip.diagrams", "topolip.distances", "topolip.spec"]
 FORBIDDEN_IN_SCIENCE = ("topolip.pipeline", "topolip.cli")

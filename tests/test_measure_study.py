@@ -46,7 +46,7 @@ def test_within_tau_by_hand_and_pooled_tau_is_confounded():
     assert n_pairs == 4 and tau == pytest.approx(0.0)
     with pytest.raises(ValueError, match="repeated"):
         within_tau(pd.concat([t, t.iloc[:1]]), "m", "r")
-    with pytest.raises(ValueError, match=r"table lacks the columns \['r'\]"):
+    with pytest.raises(ValueError, match=r"table lacks column\(s\) \['r'\]"):
         within_tau(t.drop(columns="r"), "m", "r")
 
 
@@ -189,7 +189,7 @@ def test_granulated_tau_by_hand():
     # w: seed 0 τ = 1, seed 1 τ = (-1 + 1 + 1) / 3 -> 2/3; d: +1 and -1 -> 0
     assert g.loc["w", "tau"] == pytest.approx(2 / 3) and g.loc["d", "tau"] == 0.0
     assert g["n_settings"].tolist() == [2, 2] and g["n_models"].tolist() == [4, 6]
-    with pytest.raises(ValueError, match=r"sweep lacks the columns \['r'\]"):
+    with pytest.raises(ValueError, match=r"sweep lacks column\(s\) \['r'\]"):
         granulated_taus(t.drop(columns="r"), "m", "r")
 
 

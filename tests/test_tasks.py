@@ -131,7 +131,7 @@ def test_failed_task_named_others_kept_and_rerun_resumes(tmp_path, data, cluster
 
 
 def test_map_models_checks_its_table():
-    with pytest.raises(ValueError, match=r"missing column\(s\) \['checkpoint'\]"):
+    with pytest.raises(ValueError, match=r"lacks column\(s\) \['checkpoint'\]"):
         map_models(pd.DataFrame({"arch": ["vit"], "seed": [0]}), _probe)
 
 

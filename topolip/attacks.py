@@ -42,6 +42,7 @@ import torch
 import torchattacks
 from torch import nn
 
+from . import roster
 from .corruptions import CORRUPTIONS, corrupt
 from .tensors import check_images, eval_mode
 
@@ -52,7 +53,7 @@ __all__ = ["ATTACKS", "LADDER", "PERTURBATIONS", "autoattack", "check_strength",
 ATTACKS: tuple[str, ...] = ("fgsm", "pgd", "autoattack", "square")
 
 #: The white-box attacks from weak to strong; ``square`` (black-box) is the masking check.
-LADDER: tuple[str, ...] = ("fgsm", "pgd", "autoattack")
+LADDER: tuple[str, ...] = roster.LADDER
 
 #: Every kind :func:`perturb` takes, with the name of its strength parameter.
 PERTURBATIONS: dict[str, str] = {

@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .report import ARCH_LABELS
-from .stats import require_columns
+from . import roster
+from .schema import require_columns
 
 __all__ = ["LOCAL", "bound_looseness", "bound_slack", "bounds_vs_measured", "chain_growth"]
 
@@ -195,7 +195,7 @@ def chain_growth(joined: pd.DataFrame) -> pd.DataFrame:
 
 
 def _arch_names(archs: pd.Series) -> str:
-    return ", ".join(ARCH_LABELS.get(v, v) for v in sorted(set(archs)))
+    return ", ".join(roster.arch_label(v) for v in sorted(set(archs)))
 
 
 def bound_looseness(bounds: pd.DataFrame) -> pd.DataFrame:

@@ -26,12 +26,13 @@ import numpy as np
 import pandas as pd
 
 from . import claims as _claims
-from . import stats
+from . import roster, stats
+from .schema import require_columns
 
 __all__ = ["ARCHS", "KINDS", "VARIANCE", "calibrate", "power_table", "simulate_tables"]
 
-#: The four architectures of the chain.
-ARCHS: tuple[str, ...] = ("vit", "resnet", "attention_stack", "conv_stack")
+#: The four architectures of the chain (:func:`topolip.roster.arch_names`).
+ARCHS: tuple[str, ...] = roster.arch_names()
 
 #: The perturbation kinds of ``topolip_summary.csv`` (FGSM and PGD at the TopoLip ε).
 KINDS: tuple[str, ...] = ("fgsm", "pgd", "gaussian_noise", "gaussian_blur", "contrast",
@@ -52,7 +53,7 @@ VARIANCE: dict[str, float] = {
     "auroc_model": 0.02, "auroc_image": 0.01, "flag_rate": 0.2,
 }
 
-_OOD_SETS = ("digits", "inverted_mnist", "photo_patches")
+_OOD_SETS = roster.ood_names()
 _RUNGS = {"fgsm": 0.30, "pgd": 0.50, "autoattack": 0.55, "square": 0.40}
 
 
@@ -119,9 +120,9 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
         level_t = dict(zip(ARCHS, (0.0, 0.5, 1.0, 1.5), strict=True))
         level_d = dict(zip(ARCHS, (0.0, 0.05, 0.10, 0.15), strict=True))
     else:
-        level_t = {"vit": 0.0, "resnet": 0.0, "attention_stack": 1.0, "conv_stack": 1.0}
-        level_d = {"vit": 0.0, "resnet": 0.0, "attention_stack": 0.15, "conv_stack": 0.15}
-    attention = {"vit", "attention_stack"}
+        level_t = {a.name: 1.0 if a.plain else 0.0 for a in roster.ARCHS}
+        level_d = {a.name: 0.15 if a.plain else 0.0 for a in roster.ARCHS}
+    attention = set(roster.arch_names("attention"))
     kind_t = dict(zip(KINDS, rng.normal(0, 0.5, len(KINDS)), strict=True))
     kind_d = dict(zip(KINDS, rng.uniform(0.05, 0.25, len(KINDS)), strict=True))
     summary, robust, ood_sum, ood_beh, ood_res = [], [], [], [], []
@@ -274,8 +275,8 @@ def power_table(verdicts: pd.DataFrame, *, alpha: float = 0.05,
     >>> round(float(t["mde_ratio_low"].iloc[0]), 3), t["text"].iloc[0]
     (0.687, 'a ratio ≤ 0.687 or ≥ 1.46')
     """
-    stats.require_columns(verdicts, ["claim", "comparison", "group", "measure", "role",
-                                     "scale", "effect", "se", "n_pairs"], "verdicts")
+    require_columns(verdicts, ["claim", "comparison", "group", "measure", "role",
+                               "scale", "effect", "se", "n_pairs"], "verdicts")
     rows = []
     prim = verdicts[(verdicts["role"] == "primary") & ~verdicts["comparison"].astype(
         str).str.startswith("Kendall")]

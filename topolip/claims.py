@@ -34,8 +34,10 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from . import stats
-from .report import arch_label, kind_label
+from . import roster, stats
+from .roster import arch_label
+from .roster import label as kind_label
+from .schema import require_columns
 
 __all__ = [
     "CHECKS", "FAMILY_PAIRS", "LADDER", "Claim", "Verdict", "evaluate", "family_below_counts",
@@ -44,10 +46,10 @@ __all__ = [
 ]
 
 #: (attention-based, convolution-based) architectures compared with each other.
-FAMILY_PAIRS: tuple[tuple[str, str], ...] = (("vit", "resnet"), ("attention_stack", "conv_stack"))
+FAMILY_PAIRS: tuple[tuple[str, str], ...] = roster.family_pairs()
 
 #: The attack ladder of ``robustness.csv``, weak to strong.
-LADDER: tuple[str, ...] = ("fgsm", "pgd", "autoattack")
+LADDER: tuple[str, ...] = roster.LADDER
 
 #: The noise-floor flag of ``topolip_summary.csv`` (empty when the ratio can be trusted).
 FLAG_COLUMN = "end_to_end_flag"
@@ -212,7 +214,7 @@ def verdict_counts(verdicts: pd.DataFrame, claim: str, *, comparison: str | None
     >>> verdict_counts(v, "a"), verdict_counts(v, "a", comparison="y"), verdict_counts(v, "b")
     ('2 supported, 1 undecided', '1 supported', 'no comparison')
     """
-    stats.require_columns(verdicts, ["claim", "comparison", "verdict"], "verdicts")
+    require_columns(verdicts, ["claim", "comparison", "verdict"], "verdicts")
     rows = verdicts[verdicts["claim"] == claim]
     if comparison is not None:
         rows = rows[rows["comparison"] == comparison]
@@ -256,7 +258,7 @@ def family_below_counts(summary: pd.DataFrame, measure: str = "end_to_end_scale_
     >>> family_below_counts(t)
     {('vit', 'resnet'): '1 of 2', ('attention_stack', 'conv_stack'): 'none'}
     """
-    stats.require_columns(summary, ["arch", group_col, measure], "summary")
+    require_columns(summary, ["arch", group_col, measure], "summary")
     means = summary.groupby([group_col, "arch"])[measure].mean().unstack()
     both = means.dropna(axis=1)
     out = {}
@@ -293,7 +295,7 @@ def _comparison_rows(points: pd.DataFrame, measure: str, *, group_col: str, scal
                      only: tuple[str, str] | None = None, main: bool = True) -> list[dict]:
     """One row per family pair and group (or only the ``(comparison, group)`` of ``only``):
     the paired test of attention against convolution over the seeds present on both sides."""
-    stats.require_columns(points, ["arch", "seed", group_col, measure], "points")
+    require_columns(points, ["arch", "seed", group_col, measure], "points")
     p = points.assign(**{measure: points[measure].astype(float)})
     has_flag = bool(flag_column) and flag_column in p.columns
     p = p.assign(_flag=(p[flag_column].fillna("").astype(str) != "") if has_flag else False)
@@ -503,15 +505,15 @@ def _attack_strength(claim: Claim, tables: Mapping[str, pd.DataFrame]):
     if s != "topolip":
         return lambda _kind: float(s)
     summary = _tables(tables, "topolip_summary")
-    stats.require_columns(summary, ["perturbation", "strength"], "topolip_summary")
+    require_columns(summary, ["perturbation", "strength"], "topolip_summary")
     eps = summary.groupby("perturbation")["strength"].first().astype(float).to_dict()
     default = eps.get("pgd", eps.get("fgsm", math.nan))
     return lambda kind: float(eps.get(kind, default))
 
 
 def _at_strength(robust: pd.DataFrame, kinds: Sequence[str], strength) -> pd.DataFrame:
-    stats.require_columns(robust, ["arch", "seed", "perturbation", "strength", "accuracy_drop"],
-                          "robustness")
+    require_columns(robust, ["arch", "seed", "perturbation", "strength", "accuracy_drop"],
+                    "robustness")
     r = robust[robust["perturbation"].isin(kinds)]
     keep = np.array([math.isclose(float(s), strength(k), rel_tol=1e-6, abs_tol=1e-9)
                      for s, k in zip(r["strength"], r["perturbation"], strict=True)], bool)
@@ -732,7 +734,7 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
     >>> round(float(t["pvalue"].iloc[0]), 4), int(t["n_permutations"].iloc[0])   # 2 of 3!
     (0.3333, 6)
     """
-    stats.require_columns(summary, ["arch", "seed", "perturbation", measure, *responses], "summary")
+    require_columns(summary, ["arch", "seed", "perturbation", measure, *responses], "summary")
     s = summary.copy()
     n_excluded = 0
     if flag_column and flag_column in s.columns:
@@ -816,8 +818,8 @@ def smoothness_predicts_robustness(claim: Claim,
     """
     o = claim.options
     t = _tables(tables, o.get("table", "smoothness"))
-    stats.require_columns(t, ["group", "response", "level", "role", "tau", "pvalue", "p_adjusted"],
-                          "smoothness")
+    require_columns(t, ["group", "response", "level", "role", "tau", "pvalue", "p_adjusted"],
+                    "smoothness")
     alpha = _alpha(claim)
     n_sec = int((t["role"] == "secondary").sum())
     out = []
@@ -925,8 +927,7 @@ def families(verdicts: pd.DataFrame) -> pd.DataFrame:
     >>> families(v)[["family", "n_tests", "n_decisive"]].values.tolist()
     [['a: primary', 1, 1], ['a: secondary', 1, 0]]
     """
-    stats.require_columns(verdicts, ["claim", "role", "family", "p_adjusted", "verdict"],
-                          "verdicts")
+    require_columns(verdicts, ["claim", "role", "family", "p_adjusted", "verdict"], "verdicts")
     v = verdicts[verdicts["family"].fillna("").astype(str).ne("")
                  & np.isfinite(verdicts["p_adjusted"].astype(float))]
     g = v.groupby("family", sort=False)
@@ -1002,7 +1003,7 @@ def _sentence(r: Mapping, mde: Mapping | None = None) -> str:
 
 
 #: Groups that are out-of-distribution sets (a sentence says "on", not "under", them).
-_OOD_GROUPS = frozenset({"digits", "inverted_mnist", "photo_patches"})
+_OOD_GROUPS = frozenset(roster.ood_names())
 
 
 def findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
@@ -1055,10 +1056,10 @@ def findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
     The ViT is smoother: under PGD the ViT's scale-free TopoLip is 0.67× the ResNet's
     (95% interval 0.55–0.82, p = 0.004).
     """
-    stats.require_columns(verdicts, ["claim", "comparison", "group", "measure", "role", "family",
-                                     "scale", "verdict", "effect", "low", "high", "coverage",
-                                     "ratio", "ratio_low", "ratio_high", "pvalue", "p_adjusted",
-                                     "flag"], "verdicts")
+    require_columns(verdicts, ["claim", "comparison", "group", "measure", "role", "family",
+                               "scale", "verdict", "effect", "low", "high", "coverage", "ratio",
+                               "ratio_low", "ratio_high", "pvalue", "p_adjusted", "flag"],
+                    "verdicts")
     fam = families(verdicts)
     tested = verdicts[verdicts["role"].isin(["primary", "secondary"])]
     decisive = tested[tested["verdict"].isin(_DECISIVE)]
@@ -1144,7 +1145,7 @@ def most_robust_vs_smoothest(summary: pd.DataFrame, *,
     >>> most_robust_vs_smoothest(s)[["most_robust", "smoothest", "agree"]].values.tolist()
     [['resnet', 'vit', False]]
     """
-    stats.require_columns(summary, ["arch", "perturbation", "accuracy_drop", measure], "summary")
+    require_columns(summary, ["arch", "perturbation", "accuracy_drop", measure], "summary")
     drop = summary.groupby(["perturbation", "arch"], sort=False)["accuracy_drop"].mean().unstack()
     val = summary.groupby(["perturbation", "arch"], sort=False)[measure].mean().unstack()
     rows = []

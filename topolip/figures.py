@@ -2,8 +2,8 @@
 numbers); :func:`topolip.pipeline.figures_io.publish_figure` saves them byte-stably.
 
 Every figure is at most 7.5 inches wide (the page width, so it is shown at about its natural
-size) with fonts of at least 9 pt, human labels (:data:`topolip.report.ARCH_LABELS`) and the
-colour-blind-safe palette of :data:`topolip.report.ARCH_COLORS`: blues for attention-based
+size) with fonts of at least 9 pt, human labels and the
+colour-blind-safe palette of :mod:`topolip.roster`: blues for attention-based
 models, oranges for convolution-based ones. A figure names the profile it came from only
 through its ``profile_note`` argument (a small line under the panels) or the book's caption.
 
@@ -22,7 +22,9 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from .report import ARCH_COLORS, ARCH_DASHES, ARCH_LABELS, ARCH_MARKERS
+from . import roster
+from .report import ARCH_COLORS, ARCH_DASHES, ARCH_MARKERS
+from .schema import require_columns
 
 __all__ = [
     "FIG_WIDTH", "STYLE", "plot_accuracy_curves", "plot_attention_scaling",
@@ -43,17 +45,10 @@ STYLE = {
     "svg.hashsalt": "topolip",
 }
 
-#: Human names of perturbation kinds and table columns used in axis labels.
-_NAMES = {
-    "fgsm": "FGSM", "pgd": "PGD", "autoattack": "autoattack (APGD-CE, APGD-T)",
-    "square": "Square (black box)", "gaussian_noise": "Gaussian noise",
-    "gaussian_blur": "Gaussian blur", "contrast": "contrast", "rotation": "rotation",
-    "elastic": "elastic", "in_distribution": "in distribution",
-}
-
 
 def _name(value) -> str:
-    return ARCH_LABELS.get(value, _NAMES.get(value, str(value).replace("_", " ")))
+    """Human name of a table value or column in a label (:func:`topolip.roster.label`)."""
+    return roster.label(value)
 
 
 def _styled(func):
@@ -84,7 +79,8 @@ def _palette(values) -> dict:
 
 def _order(values) -> list:
     """Architectures in the book's order (ViT, attention stack, ResNet, convolution stack)."""
-    ranks = {a: i for i, a in enumerate(("vit", "attention_stack", "resnet", "conv_stack"))}
+    book = [a.name for f in roster.ARCH_FAMILIES for a in roster.ARCHS if a.family == f]
+    ranks = {a: i for i, a in enumerate(book)}
     return sorted(pd.unique(values), key=lambda v: (ranks.get(v, len(ranks)), str(v)))
 
 
@@ -1235,6 +1231,4 @@ def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) ->
 def _require(table: pd.DataFrame, columns: list[str], name: str) -> None:
     if table.empty:
         raise ValueError(f"{name} is empty: nothing to plot")
-    missing = [c for c in dict.fromkeys(columns) if c not in table.columns]
-    if missing:
-        raise ValueError(f"{name} lacks column(s) {missing}; it has {list(table.columns)}")
+    require_columns(table, columns, name)

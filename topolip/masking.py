@@ -41,10 +41,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from . import roster
+from .schema import require_columns
+
 __all__ = ["CHECKS", "ladder_table", "masking_checks", "masking_summary"]
 
-#: The white-box attacks from weak to strong (as :data:`topolip.attacks.LADDER`).
-_LADDER = ("fgsm", "pgd", "autoattack")
+#: The white-box attacks from weak to strong (:data:`topolip.roster.LADDER`).
+_LADDER = roster.LADDER
 
 #: The checks of :func:`masking_checks`, in the order of its rows (``all`` last).
 CHECKS: tuple[str, ...] = (
@@ -128,9 +131,7 @@ def masking_checks(table: pd.DataFrame, *, eps: float, large_eps: float,
     'fails: black_box_weaker'
     """
     by = list(by)
-    missing = [c for c in (*by, *_NEEDED) if c not in table.columns]
-    if missing:
-        raise ValueError(f"table lacks column(s) {missing}; it has {list(table.columns)}")
+    require_columns(table, (*by, *_NEEDED), "table")
     eps = _check_fraction(eps, "eps")
     large_eps = _check_fraction(large_eps, "large_eps")
     tolerance = _check_fraction(tolerance, "tolerance")
@@ -188,9 +189,7 @@ def masking_summary(checks: pd.DataFrame, *, by: Sequence[str] = ("arch", "seed"
     [['vit', 0, 'pgd_le_fgsm']]
     """
     by = list(by)
-    missing = [c for c in (*by, "check", "passed") if c not in checks.columns]
-    if missing:
-        raise ValueError(f"checks lacks column(s) {missing}; it has {list(checks.columns)}")
+    require_columns(checks, (*by, "check", "passed"), "checks")
     out = []
     for key, model in checks.groupby(by, sort=False):
         key = key if isinstance(key, tuple) else (key,)
@@ -315,10 +314,8 @@ def ladder_table(curves: pd.DataFrame, eps: float, *,
     ...                                                ].values.tolist()
     [['fgsm', 0.6], ['pgd', 0.4]]
     """
-    need = ["arch", "seed", "perturbation", "strength", "accuracy", "accuracy_drop"]
-    missing = [c for c in need if c not in curves.columns]
-    if missing:
-        raise ValueError(f"curves lacks column(s) {missing}; it has {list(curves.columns)}")
+    require_columns(curves, ["arch", "seed", "perturbation", "strength", "accuracy",
+                             "accuracy_drop"], "curves")
     eps = _check_fraction(eps, "eps")
     at = curves[np.isclose(curves["strength"].astype(float), eps, rtol=1e-9, atol=1e-12)]
     flagged: set = set()

@@ -79,6 +79,7 @@ import pandas as pd
 from scipy import stats as _st
 
 from . import stats
+from .schema import require_columns
 
 __all__ = ["EXACT_SEEDS", "MEASURES", "MIN_SEEDS", "REFERENCE", "Measure", "compare_within",
            "findings", "granulated_taus", "measure_population", "measure_study", "within_tau"]
@@ -188,7 +189,7 @@ def measure_population(summary: pd.DataFrame, sweeps: pd.DataFrame | None = None
     >>> measure_population(s)[["model", "excluded"]].values.tolist()
     [['vit/seed0', False], ['vit/seed1', True]]
     """
-    stats.require_columns(summary, ["arch", "seed", "perturbation", "accuracy_drop"], "summary")
+    require_columns(summary, ["arch", "seed", "perturbation", "accuracy_drop"], "summary")
     cols = [m.column for m in MEASURES]
     chain = summary.copy()
     chain["source"] = "chain"
@@ -200,8 +201,8 @@ def measure_population(summary: pd.DataFrame, sweeps: pd.DataFrame | None = None
     parts = [chain]
     present = [c for c in cols if c in summary.columns]
     if sweeps is not None and len(sweeps):
-        stats.require_columns(sweeps, ["arch", "parameter", "value", "seed", "perturbation",
-                                       "accuracy_drop"], "sweeps")
+        require_columns(sweeps, ["arch", "parameter", "value", "seed", "perturbation",
+                                 "accuracy_drop"], "sweeps")
         sw = sweeps.copy()
         sw["source"] = "sweep"
         sw["axis"] = sw["parameter"].astype(str)
@@ -304,7 +305,7 @@ def within_tau(table: pd.DataFrame, measure: str, response: str = "accuracy_drop
     >>> within_tau(t, "m", "r")
     (1.0, 2)
     """
-    stats.require_columns(table, [cluster, unit, measure, response], "table")
+    require_columns(table, [cluster, unit, measure, response], "table")
     if table.duplicated([cluster, unit]).any():
         raise ValueError(f"table has repeated ({cluster}, {unit}) rows; give one row per model")
     seeds = sorted(table[unit].unique())
@@ -383,7 +384,7 @@ def compare_within(table: pd.DataFrame, a: str, b: str, response: str = "accurac
     (1.0, 5, 4)
     """
     cols = [cluster, unit, a, b, response] + ([strata] if strata else [])
-    stats.require_columns(table, cols, "table")
+    require_columns(table, cols, "table")
     seeds = sorted(table[unit].unique())
     archs = sorted(table[cluster].astype(str).unique())
     t = table.assign(**{cluster: table[cluster].astype(str)})
@@ -481,7 +482,7 @@ def granulated_taus(sweep: pd.DataFrame, measure: str, response: str = "accuracy
     >>> granulated_taus(t, "m", "r")[["axis", "tau"]].values.tolist()
     [['d', -1.0], ['w', 1.0]]
     """
-    stats.require_columns(sweep, [family, axis, setting, measure, response], "sweep")
+    require_columns(sweep, [family, axis, setting, measure, response], "sweep")
     rows = []
     for (fam, ax), g in sweep.groupby([family, axis], sort=True):
         taus = [_kendall_small(s[measure].to_numpy(float), s[response].to_numpy(float))
@@ -584,8 +585,8 @@ def measure_study(population: pd.DataFrame, *, reference: str = REFERENCE,
     >>> s.loc[("all", "end_to_end_scale_free"), ["tau_within", "rank"]].tolist()
     [1.0, 1.0]
     """
-    stats.require_columns(population, ["source", "arch", "seed", "perturbation", response],
-                          "population")
+    require_columns(population, ["source", "arch", "seed", "perturbation", response],
+                    "population")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
     if n_resamples < 1:
@@ -801,7 +802,7 @@ def findings(study: pd.DataFrame, *, alpha: float = 0.05, reference: str = REFER
     need = ["perturbation", "role", "measure", "label", "baseline", "n_models", "n_archs",
             "n_seeds", "tau_within", "p_within", "p_within_holm", "p_mc_se", "rank",
             "n_ranked", "tau_pooled", "p_diff_holm", "comparison", "granulated_tau", "n_axes"]
-    stats.require_columns(study, need, "study")
+    require_columns(study, need, "study")
     s = study.copy()
     s["comparison"] = s["comparison"].astype(object).where(s["comparison"].notna(), "")
     s["baseline"] = s["baseline"].astype(str).str.lower().isin(["true", "1"])

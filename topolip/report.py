@@ -3,15 +3,8 @@
 Torch-free (numpy, pandas and IPython only; ``myst_nb`` is imported when a number is glued), so
 that every notebook, figure and test can use the same labels, digits and palette.
 
-The palette is built from the Okabe–Ito colour-blind-safe set: the attention-based models
-(ViT, attention stack) take the two blues, the convolution-based ones (ResNet, convolution
-stack) the two oranges, so the two families are told apart at a glance; within a family the
-full model is the darker colour, drawn solid, the plain stack the lighter one, dashed.
-
-References
-----------
-M. Okabe and K. Ito, *Color Universal Design (CUD): how to make figures and presentations that
-are friendly to colorblind people*, 2008, https://jfly.uni-koeln.de/color/.
+The names, colours, markers and dash patterns are those of :mod:`topolip.roster`; the tables
+here are read from it.
 """
 
 from __future__ import annotations
@@ -24,74 +17,60 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from . import roster
+
 __all__ = [
     "ARCH_COLORS", "ARCH_DASHES", "ARCH_LABELS", "ARCH_MARKERS", "KIND_LABELS", "MISSING",
     "arch_label", "arch_ranking", "comparison_label", "format_interval", "format_value",
     "glue_all", "glue_number", "glue_text", "kind_label", "show_parameters", "show_table",
 ]
 
-#: Human names of the architectures (``arch`` values of every table).
-ARCH_LABELS: dict[str, str] = {
-    "vit": "ViT",
-    "resnet": "ResNet",
-    "attention_stack": "attention stack",
-    "conv_stack": "convolution stack",
-}
+#: Human names of the architectures (``arch`` values of every table), read from the roster.
+ARCH_LABELS: dict[str, str] = {a.name: a.label for a in roster.ARCHS}
 
-#: Human names of the perturbation kinds and out-of-distribution sets.
-KIND_LABELS: dict[str, str] = {
-    "fgsm": "FGSM", "pgd": "PGD", "autoattack": "APGD-CE + APGD-T", "square": "Square (black box)",
-    "random_sign": "random sign", "gaussian_noise": "Gaussian noise",
-    "gaussian_blur": "Gaussian blur", "contrast": "contrast", "rotation": "rotation",
-    "elastic": "elastic", "digits": "digits", "inverted_mnist": "inverted MNIST",
-    "photo_patches": "photo patches", "in_distribution": "in distribution",
-    "stratified": "all kinds (stratified)",
-}
+#: Human names of the perturbation kinds, out-of-distribution sets and labelled groups.
+KIND_LABELS: dict[str, str] = {x.name: x.label
+                               for x in (*roster.KINDS, *roster.OOD_SETS, *roster.GROUPS)}
+
+#: Colour per architecture (:attr:`topolip.roster.Arch.color`).
+ARCH_COLORS: dict[str, str] = {a.name: a.color for a in roster.ARCHS}
+
+#: Line style per architecture (:attr:`topolip.roster.Arch.dashes`).
+ARCH_DASHES: dict[str, tuple] = {a.name: a.dashes for a in roster.ARCHS}
+
+#: Marker per architecture (:attr:`topolip.roster.Arch.marker`).
+ARCH_MARKERS: dict[str, str] = {a.name: a.marker for a in roster.ARCHS}
+
+#: The one spelling of a missing value in every table of the book.
+MISSING = "—"
 
 
 def kind_label(kind: str) -> str:
-    """Human name of a perturbation kind or data set (unknown names: underscores as spaces).
+    """Human name of a perturbation kind, data set or group for display (unknown names, such as
+    ``"pooled"``: underscores as spaces); :func:`topolip.roster.label`.
 
     Examples
     --------
     >>> kind_label("gaussian_noise"), kind_label("new_kind")
     ('Gaussian noise', 'new kind')
     """
-    return KIND_LABELS.get(kind, str(kind).replace("_", " "))
-
-
-#: One hue family per kind of model (Okabe–Ito): blues for attention, oranges for convolution.
-ARCH_COLORS: dict[str, str] = {
-    "vit": "#0072B2",              # blue
-    "attention_stack": "#56B4E9",  # sky blue
-    "resnet": "#D55E00",           # vermillion
-    "conv_stack": "#E69F00",       # orange
-}
-
-#: Line style per architecture: full models solid, plain stacks dashed (the second cue that
-#: separates the two members of a hue family without relying on colour).
-ARCH_DASHES: dict[str, tuple] = {
-    "vit": (), "resnet": (), "attention_stack": (4, 2), "conv_stack": (4, 2),
-}
-
-#: Marker per architecture (circles for attention, squares for convolution).
-ARCH_MARKERS: dict[str, str] = {
-    "vit": "o", "attention_stack": "o", "resnet": "s", "conv_stack": "s",
-}
-
-#: The one spelling of a missing value in every table of the book.
-MISSING = "—"
+    return roster.label(kind)
 
 
 def arch_label(arch: str) -> str:
-    """Human name of ``arch`` (``"vit"`` -> ``"ViT"``); unknown names are returned unchanged.
+    """Human name of ``arch`` (``"vit"`` -> ``"ViT"``); :func:`topolip.roster.arch_label`.
+
+    Raises
+    ------
+    KeyError
+        Naming ``arch`` and the known architectures, if the roster lacks it.
 
     Examples
     --------
-    >>> arch_label("conv_stack"), arch_label("mlp")
-    ('convolution stack', 'mlp')
+    >>> arch_label("conv_stack")
+    'convolution stack'
     """
-    return ARCH_LABELS.get(arch, arch)
+    return roster.arch_label(arch)
 
 
 def arch_ranking(values: pd.Series, fmt: str = "{:.3g}", *, sep: str = " < ",

@@ -68,7 +68,7 @@ __all__ = [
     "MIN_SEEDS", "PairedTest", "PermutationResult", "adjusted_coverage", "decide",
     "granulated_tau", "holm", "kendall_tau", "kendall_with_interval",
     "minimum_detectable_effect", "paired_power", "paired_t", "partial_kendall",
-    "permutation_kendall", "require_columns", "t_interval",
+    "permutation_kendall", "t_interval",
     "within_permutation_kendall",
 ]
 
@@ -361,26 +361,6 @@ def minimum_detectable_effect(sd: float, n: int, *, alpha: float = 0.05,
 
 
 # --------------------------------------------------------------------------- rank agreement
-
-
-def require_columns(table: pd.DataFrame, columns: Sequence[str], name: str) -> None:
-    """Raise unless ``table`` has every one of ``columns`` (the check of the table functions).
-
-    Raises
-    ------
-    ValueError
-        Naming ``name``, the missing columns and the ones it has.
-
-    Examples
-    --------
-    >>> require_columns(pd.DataFrame({"a": [1]}), ["a", "b"], "t")
-    Traceback (most recent call last):
-    ...
-    ValueError: t lacks the columns ['b']; it has ['a']
-    """
-    missing = [c for c in columns if c not in table]
-    if missing:
-        raise ValueError(f"{name} lacks the columns {missing}; it has {list(table.columns)}")
 
 
 def kendall_tau(x, y) -> float:

@@ -742,10 +742,10 @@ def map_models(models: Any, fn: Callable[..., Any], *, runner: TaskRunner | None
     """
     import pandas as pd
 
-    missing = [c for c in ("checkpoint", *first) if c not in models.columns]
-    if missing:
-        raise ValueError(f"models: missing column(s) {missing}; expected the table of 01_train "
-                         "(tables/models.csv)")
+    from .schema import require_columns
+
+    require_columns(models, ("checkpoint", *first), "models (the table of 01_train, "
+                    "tables/models.csv)")
     runner = runner if runner is not None else TaskRunner("serial", progress=False)
     shared = {k: runner.share(v) for k, v in kwargs.items()}
     rows = [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}

@@ -26,7 +26,7 @@ from torch import nn
 from tqdm import tqdm
 
 from .data import ImageSplit
-from .io import atomic_write
+from .io import atomic_write, json_plain
 from .models import build_model, check_arch
 from .tensors import eval_mode
 
@@ -140,7 +140,7 @@ class ModelSpec:
         return build_model(self.arch, **dict(self.params))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"arch": self.arch, "params": _plain(dict(self.params))}
+        return {"arch": self.arch, "params": json_plain(dict(self.params))}
 
 
 @dataclass(frozen=True)
@@ -206,15 +206,6 @@ class TrainResult:
 def default_device() -> torch.device:
     """CUDA when a GPU is present, else the CPU."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def _plain(obj: Any) -> Any:
-    """Tuples to lists, recursively, so specs compare and hash the same after a JSON round trip."""
-    if isinstance(obj, Mapping):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_plain(v) for v in obj]
-    return obj
 
 
 def _data_tag(data: ImageSplit) -> dict[str, Any]:
@@ -651,5 +642,5 @@ def spec_for(arch: str, params: Mapping[str, Any], data: ImageSplit) -> ModelSpe
     derived = {"in_channels": data.image_shape[0], "image_size": data.image_shape[1],
                "num_classes": data.num_classes}
     full = {k: v for k, v in derived.items() if k in takes}
-    full.update(_plain(dict(params)))
+    full.update(json_plain(dict(params)))
     return ModelSpec(arch, full)

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
+from ..schema import require_columns
 from ..tensors import eval_mode
 
 __all__ = ["MATCH_TOLERANCE", "capacity_table", "count_parameters", "flops_per_image"]
@@ -110,9 +111,7 @@ def capacity_table(models: pd.DataFrame, pairs: Sequence[tuple[str, str]], *,
     >>> t[["parameter_ratio", "flop_ratio", "matched"]].values.tolist()
     [[1.1, 0.25, True]]
     """
-    missing = [c for c in ("arch", "parameters", "flops") if c not in models]
-    if missing:
-        raise ValueError(f"models lacks the columns {missing}; it has {list(models.columns)}")
+    require_columns(models, ("arch", "parameters", "flops"), "models")
     if not (isinstance(tolerance, int | float) and 0 <= tolerance < 1):
         raise ValueError(f"tolerance must be in [0, 1), got {tolerance!r}")
     size = models.groupby("arch")[["parameters", "flops"]].first()

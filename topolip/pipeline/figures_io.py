@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import roster
 from ..io import atomic_write_bytes, atomic_write_json
 from ._helpers import git, json_safe
 
@@ -529,7 +530,7 @@ def _register_book_figures() -> None:
         ("fig-measure-study", "plot_measure_study", "measure_study", "09_measures", {}),
     ):
         register_figure(fig_id, _plot(name, **kwargs), tables=[t(table)], notebook=notebook)
-    for arch in ("vit", "resnet", "attention_stack", "conv_stack"):
+    for arch in roster.arch_names():
         register_figure(f"fig-sweep-{arch.replace('_', '-')}",
                         _plot("plot_sweep", arch=arch,
                               measures=("end_to_end", "end_to_end_scale_free")),

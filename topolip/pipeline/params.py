@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from .. import roster
+
 __all__ = [
     "SCHEMA", "Param", "ParameterError", "apply_overrides", "declared_parameters",
     "describe_schema", "load_params", "load_profile", "parse_override", "schema_defaults",
@@ -434,27 +436,19 @@ class _Scheduler:
 
 
 def _attack_kinds() -> tuple[str, ...]:
-    from ..attacks import ATTACKS
-
-    return tuple(ATTACKS)
+    return roster.kind_names("adversarial")
 
 
 def _corruption_kinds() -> tuple[str, ...]:
-    from ..corruptions import CORRUPTIONS
-
-    return tuple(CORRUPTIONS)
+    return roster.kind_names("corruption")
 
 
 def _archs() -> tuple[str, ...]:
-    from ..models import ARCHITECTURES
-
-    return tuple(ARCHITECTURES)
+    return roster.arch_names()
 
 
 def _ood_sets() -> tuple[str, ...]:
-    from ..ood import OOD_SETS
-
-    return tuple(OOD_SETS)
+    return roster.ood_names()
 
 
 _EPS = _Float(0.0, 1.0)            # L-inf budget in pixels of [0, 1]
@@ -723,7 +717,7 @@ def _heads_ok(params: Mapping) -> bool:
 
 def _rule_models(p):
     side = _IMAGES[p["dataset"]][2] if "dataset" in p else None
-    for arch in ("vit", "attention_stack"):
+    for arch in roster.arch_names("attention"):
         if arch not in p:
             continue
         if side and not _patch_ok(side, p[arch]):

@@ -12,7 +12,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..io import atomic_write_json, atomic_write_text
+from .. import schema as _schema
+from ..io import atomic_write_json
+from ..schema import TableSchema
 from ._helpers import git, json_safe
 
 __all__ = ["library_fingerprint", "provenance", "read_table", "write_table"]
@@ -56,24 +58,34 @@ def provenance(
 
 
 def write_table(df: pd.DataFrame, path: str | Path, params: Mapping[str, Any] | None = None,
-                *, root: str | Path = ".") -> Path:
-    """Write ``df`` as CSV (10 significant digits, byte-stable) and ``<path>.json`` provenance,
-    both atomically. Returns the CSV path."""
-    path = Path(path)
-    atomic_write_text(path, df.to_csv(index=False, float_format="%.10g"))
+                *, root: str | Path = ".", schema: TableSchema | None = None) -> Path:
+    """Write ``df`` as CSV, checked against its declared schema (:func:`topolip.schema.write_table`:
+    10 significant digits, byte-stable), and ``<path>.json`` provenance, both atomically.
+    Returns the CSV path.
+
+    Raises
+    ------
+    KeyError
+        If no schema is declared for the table (:data:`topolip.schema.SCHEMAS`).
+    ValueError
+        If ``df`` does not have its schema's columns, in order.
+    """
+    path = _schema.write_table(df, path, schema=schema)
     atomic_write_json(path.with_suffix(".json"), provenance(params, root=root))
     return path
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
-    """Read a table written by :func:`write_table`.
+def read_table(path: str | Path, *, schema: TableSchema | None = None) -> pd.DataFrame:
+    """Read a table written by :func:`write_table`, with its declared dtypes
+    (:func:`topolip.schema.read_table`).
 
     Raises
     ------
     FileNotFoundError
         Naming the notebook that writes it, when the file is missing.
+    KeyError
+        If no schema is declared for the table.
+    ValueError
+        If the file does not have its schema's columns or a numeric column holds text.
     """
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no table at {path}; run the notebook chain (make book) first")
-    return pd.read_csv(path)
+    return _schema.read_table(path, schema=schema)
