@@ -25,10 +25,11 @@ import torch
 
 from topolip.data import load_dataset
 from topolip.pipeline import load_params
+from topolip.roster import arch_names
 from topolip.tasks import TaskRunner, local_cluster, train_models
 from topolip.train import TrainConfig, spec_for
 
-ARCHS = ["vit", "resnet", "attention_stack", "conv_stack"]
+ARCHS = list(arch_names())
 
 
 def _train(jobs, data, runner=None):

@@ -124,7 +124,12 @@ def test_registry_holds_the_book_figures_and_rejects_duplicates():
         register_figure("fig-new-one", _draw, tables=[], notebook="x")
 
 
-def test_cli_redraws_a_registered_figure_byte_identically(tmp_path, capsys):
+def test_cli_redraws_a_registered_figure_byte_identically(tmp_path, capsys, monkeypatch):
+    from topolip.schema import SCHEMAS, Column, TableSchema
+
+    # the redraw reads its tables through their declared schemas: declare the test's table
+    monkeypatch.setitem(SCHEMAS, "xy", TableSchema("xy", (Column("x", "int"),
+                                                          Column("y", "float")), "03_compare"))
     shutil.copytree(ROOT / "data" / "profiles", tmp_path / "data" / "profiles")
     _table(tmp_path)
     register_figure("fig-halving-test", _draw, tables=["tables/xy.csv"], notebook="03_compare")

@@ -35,8 +35,7 @@ import pandas as pd
 import yaml
 
 from . import roster, stats
-from .roster import arch_label
-from .roster import label as kind_label
+from .roster import label
 from .schema import require_columns
 
 __all__ = [
@@ -949,9 +948,9 @@ def _fmt(x: float, fmt: str = "{:.3g}") -> str:
 def _sentence(r: Mapping, mde: Mapping | None = None) -> str:
     """One row's finding in words, no stronger than its verdict."""
     pct = f"{100 * r['coverage']:.3g}%" if math.isfinite(r.get("coverage", math.nan)) else ""
-    where = kind_label(r["group"])
+    where = label(r["group"])
     under = "on" if r["group"] in _OOD_GROUPS else "under"
-    att, conv = (arch_label(a) for a in r["comparison"].split(" vs ")) \
+    att, conv = (label(a) for a in r["comparison"].split(" vs ")) \
         if " vs " in r["comparison"] else ("", "")
     decisive = r["verdict"] in _DECISIVE
     p = f"p = {_fmt(r['p_adjusted'], '{:.2g}')}" + (" (Holm)" if r["role"] == "secondary"
@@ -982,8 +981,8 @@ def _sentence(r: Mapping, mde: Mapping | None = None) -> str:
     if " vs " in r["group"]:
         weak, strong = r["group"].split(" vs ")
         body = (f"the {att}'s accuracy-drop difference to the {conv} changes by "
-                f"{_fmt(r['effect'], '{:+.3f}')} from {kind_label(strong)} to "
-                f"{kind_label(weak)} ({pct} interval {_fmt(r['low'], '{:+.3f}')} to "
+                f"{_fmt(r['effect'], '{:+.3f}')} from {label(strong)} to "
+                f"{label(weak)} ({pct} interval {_fmt(r['low'], '{:+.3f}')} to "
                 f"{_fmt(r['high'], '{:+.3f}')}, {p}{extra})")
         if decisive:
             return ((f"The {att} stands better against the weak attack than against the "
@@ -1083,7 +1082,7 @@ def findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
     p = tested["p_adjusted"].astype(float)
     close = tested[(p >= near[0] * alpha) & (p < near[1] * alpha)
                    & (tested["verdict"] != "not enough seeds")]
-    near_list = [f"{r['comparison']}, {kind_label(r['group'])} ({r['claim']}): "
+    near_list = [f"{r['comparison']}, {label(r['group'])} ({r['claim']}): "
                  f"p = {r['p_adjusted']:.2g} ({r['verdict']})" for r in close.to_dict("records")]
     ladder = sorted({f for f in verdicts["flag"].fillna("").astype(str)
                      if "changes with attack strength" in f})
