@@ -372,7 +372,7 @@ def test_verdict_counts_text():
     assert verdict_counts(v, "a", comparison="vit vs resnet",
                           by_count=True) == "2 undecided, 1 supported"
     assert verdict_counts(v, "c") == "no comparison"
-    with pytest.raises(ValueError, match=r"verdicts lacks the columns \['verdict'\]"):
+    with pytest.raises(ValueError, match=r"verdicts lacks column\(s\) \['verdict'\]"):
         verdict_counts(v.drop(columns="verdict"), "a")
 
 
