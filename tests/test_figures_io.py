@@ -34,6 +34,14 @@ def _table(root: Path) -> Path:
     return path
 
 
+def _declare_xy(monkeypatch) -> None:
+    """A redraw reads its tables through their declared schemas: declare the test's table."""
+    from topolip.schema import SCHEMAS, Column, TableSchema
+
+    monkeypatch.setitem(SCHEMAS, "xy", TableSchema("xy", (Column("x", "int"),
+                                                          Column("y", "float")), "03_compare"))
+
+
 def _draw(frame: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(3, 2))
     ax.plot(frame["x"], frame["y"], "o-", label="y")
@@ -125,11 +133,7 @@ def test_registry_holds_the_book_figures_and_rejects_duplicates():
 
 
 def test_cli_redraws_a_registered_figure_byte_identically(tmp_path, capsys, monkeypatch):
-    from topolip.schema import SCHEMAS, Column, TableSchema
-
-    # the redraw reads its tables through their declared schemas: declare the test's table
-    monkeypatch.setitem(SCHEMAS, "xy", TableSchema("xy", (Column("x", "int"),
-                                                          Column("y", "float")), "03_compare"))
+    _declare_xy(monkeypatch)
     shutil.copytree(ROOT / "data" / "profiles", tmp_path / "data" / "profiles")
     _table(tmp_path)
     register_figure("fig-halving-test", _draw, tables=["tables/xy.csv"], notebook="03_compare")
@@ -150,6 +154,7 @@ def test_cli_redraws_a_registered_figure_byte_identically(tmp_path, capsys, monk
 
 
 def test_a_notebook_publishes_a_registered_figure_by_id(tmp_path, monkeypatch):
+    _declare_xy(monkeypatch)
     # what the notebook used to restate (read the table, draw, publish with its name and
     # tables) gives the same files as the call by id
     monkeypatch.chdir(tmp_path)
