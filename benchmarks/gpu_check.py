@@ -24,8 +24,8 @@ from pathlib import Path
 import torch
 import yaml
 
-from topolip.data import ImageSplit, load_mnist
-from topolip.train import TrainConfig, fit, spec_for
+from topolip.nets.data import ImageSplit, load_mnist
+from topolip.nets.train import TrainConfig, fit, spec_for
 
 ROOT = Path(__file__).resolve().parents[1]
 

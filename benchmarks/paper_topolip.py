@@ -5,12 +5,13 @@ untrained weights: the costs depend on the sizes, not on what was learned) this 
 ``n_points`` random images and their Gaussian-noise perturbation (severity 3):
 
 - **forward**: one pass of the clean and of the perturbed images collecting every probe point's
-  activations (:func:`topolip.models.forward_probes`), on the chosen device;
-- **distance matrices**: one per cloud (:func:`topolip.diagrams.pairwise_distances`, CPU, float64);
+  activations (:func:`topolip.nets.models.forward_probes`), on the chosen device;
+- **distance matrices**: one per cloud (:func:`topolip.topology.points.pairwise_distances`, CPU,
+float64);
 - **clean diagrams**: the Rips diagrams of every clean cloud (ripser on the CPU, in
-  :func:`topolip.diagrams.default_jobs` worker processes, started before timing);
+  :func:`topolip.topology.rips.default_jobs` worker processes, started before timing);
 - **table**: the perturbed clouds' diagrams (as above) and the per-layer displacements and
-  ratios (:func:`topolip.metric.topolip_table`, CPU).
+  ratios (:func:`topolip.topology.metric.topolip_table`, CPU).
 
 Only the forward pass can run on a GPU; the rest is CPU work on any machine. One table is what
 ``02_topolip`` computes per model, perturbation kind and bootstrap resample (the clean diagrams
@@ -34,13 +35,13 @@ import numpy as np
 import torch
 import yaml
 
-from topolip import diagrams as dg
-from topolip.attacks import perturb_at
-from topolip.data import ImageSplit
-from topolip.metric import layer_diagrams, topolip_table
-from topolip.models import forward_probes
-from topolip.spec import TopoLipSpec
-from topolip.train import spec_for
+from topolip import topology as dg
+from topolip.nets.data import ImageSplit
+from topolip.nets.models import forward_probes
+from topolip.nets.train import spec_for
+from topolip.perturbations.attacks import perturb_at
+from topolip.topology.metric import layer_diagrams, topolip_table
+from topolip.topology.spec import TopoLipSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 

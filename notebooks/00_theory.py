@@ -50,9 +50,9 @@ from pathlib import Path
 import torch
 
 from topolip.bounds import attention_scaling, bound_check, conv_scaling, random_layers
-from topolip.findings import theory_findings
 from topolip.pipeline import notebook_parameters, publish_registered, write_table
-from topolip.report import glue_all, show_parameters, show_table
+from topolip.report.findings import theory_findings
+from topolip.report.format import glue_all, show_parameters, show_table
 
 # the random layers' weights come from torch's global generator, their inputs from gen
 torch.manual_seed(theory_seed)

@@ -12,10 +12,10 @@
 # learned and one that has not would say little about attention or convolution.
 #
 # **Method.** Every architecture is trained from every seed on the clean training images with
-# `topolip.train.fit` (AdamW, cosine learning-rate decay, cross-entropy; CUDA with bfloat16
+# `topolip.nets.train.fit` (AdamW, cosine learning-rate decay, cross-entropy; CUDA with bfloat16
 # autocast when a GPU is present, else the CPU). The ViT and the ResNet are torchvision's own
 # classes (`VisionTransformer`, `ResNet` with `BasicBlock`) adapted to small images by
-# `topolip.models`; the attention-only and convolution-only stacks (no residual connections, no
+# `topolip.nets.models`; the attention-only and convolution-only stacks (no residual connections, no
 # normalization) follow the plain models of the paper's earlier version as its public reviews
 # describe them. Checkpoints are written after every epoch under the results folder, named by a
 # hash of everything that determines them, so an interrupted run resumes and a changed parameter
@@ -47,15 +47,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from topolip.claims import FAMILY_PAIRS
-from topolip.data import load_dataset
-from topolip.findings import train_findings
-from topolip.models.capacity import MATCH_TOLERANCE, capacity_table, flops_per_image
+from topolip.evidence.claims import FAMILY_PAIRS
+from topolip.nets.data import load_dataset
+from topolip.nets.models.capacity import MATCH_TOLERANCE, capacity_table, flops_per_image
+from topolip.nets.train import TrainConfig, configure_threads, default_device, spec_for
 from topolip.pipeline import notebook_parameters, publish_registered, write_table
-from topolip.report import glue_all, show_parameters, show_table
+from topolip.report.findings import train_findings
+from topolip.report.format import glue_all, show_parameters, show_table
 from topolip.schema import frame
-from topolip.tasks import TaskRunner, train_models
-from topolip.train import TrainConfig, configure_threads, default_device, spec_for
+from topolip.tasks.cluster import TaskRunner
+from topolip.tasks.per_model import train_models
 
 arch_params = {"vit": vit, "resnet": resnet, "attention_stack": attention_stack,
                "conv_stack": conv_stack}
@@ -128,7 +129,7 @@ _ = glue_all(train_findings({"models": models}, params, capacity=capacity,
 # a convolution reuses its weights at every pixel, so the ViT needs
 # {glue:text}`flops-ratio-vit-resnet` times the ResNet's floating-point operations per image
 # and the attention stack {glue:text}`flops-ratio-attention-stack-conv-stack` times the
-# convolution stack's (the table gives both per model; `topolip.models.capacity` counts them
+# convolution stack's (the table gives both per model; `topolip.nets.models.capacity` counts them
 # with PyTorch's FLOP counter). The sweeps of {doc}`07_sweeps` show each family against its
 # size.
 #

@@ -59,13 +59,14 @@ n_workers = None        # processes of the local cluster, 1 thread each (None: t
 # %% tags=["remove-input"]
 from pathlib import Path
 
-from topolip.data import load_dataset
-from topolip.experiments import measure_trained
-from topolip.findings import topolip_findings
+from topolip.experiments.measure import measure_trained
+from topolip.nets.data import load_dataset
 from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
-from topolip.report import ARCH_LABELS, glue_all, kind_label, show_parameters, show_table
-from topolip.spec import TopoLipSpec
-from topolip.tasks import TaskRunner, map_models
+from topolip.report.findings import topolip_findings
+from topolip.report.format import ARCH_LABELS, glue_all, kind_label, show_parameters, show_table
+from topolip.tasks.cluster import TaskRunner
+from topolip.tasks.per_model import map_models
+from topolip.topology.spec import TopoLipSpec
 
 params = notebook_parameters(globals(), "02_topolip")
 show_parameters(params)

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from topolip.findings import compare_findings
 from topolip.pipeline import publish_registered, read_table
-from topolip.report import glue_all, kind_label, show_parameters, show_table
+from topolip.report.findings import compare_findings
+from topolip.report.format import glue_all, kind_label, show_parameters, show_table
 
 tables = Path(results_dir) / "tables"
 table = read_table(tables / "topolip.csv")

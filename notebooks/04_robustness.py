@@ -66,14 +66,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from topolip.claims import smoothness_table
-from topolip.data import load_dataset
-from topolip.findings import robustness_findings
-from topolip.masking import CHECKS, ladder_table, masking_checks
+from topolip.evidence.claims import smoothness_table
+from topolip.evidence.masking import MASKING_CHECKS, ladder_table, masking_checks
+from topolip.experiments.robustness import robustness_trained
+from topolip.nets.data import load_dataset
 from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
-from topolip.report import glue_all, kind_label, show_parameters, show_table
-from topolip.robustness import robustness_trained
-from topolip.tasks import TaskRunner, map_models
+from topolip.report.findings import robustness_findings
+from topolip.report.format import glue_all, kind_label, show_parameters, show_table
+from topolip.tasks.cluster import TaskRunner
+from topolip.tasks.per_model import map_models
 
 params = notebook_parameters(globals(), "04_robustness")
 show_parameters(params)
@@ -189,7 +190,7 @@ show_table(view, columns={"arch": "model", "perturbation": "attack", "n_models":
 # {glue:text}`rb-check-failures`.
 
 # %% tags=["remove-input"]
-order = [c for c in CHECKS if c in set(masking["check"])]
+order = [c for c in MASKING_CHECKS if c in set(masking["check"])]
 grid = (masking.assign(result=masking["passed"].map({True: "pass", False: "FAIL"}))
         .pivot(index=["arch", "seed"], columns="check", values="result")[order].reset_index())
 show_table(grid, columns={"arch": "model", "seed": "seed",

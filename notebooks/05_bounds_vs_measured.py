@@ -52,13 +52,14 @@ n_workers = None        # processes of the local cluster, 1 thread each (None: t
 # %% tags=["remove-input"]
 from pathlib import Path
 
-from topolip.bound_tables import bound_looseness
-from topolip.data import load_dataset
-from topolip.experiments import measure_bounds_trained
-from topolip.findings import bounds_findings
+from topolip.evidence.bound_tables import bound_looseness
+from topolip.experiments.measure import measure_bounds_trained
+from topolip.nets.data import load_dataset
 from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
-from topolip.report import glue_all, show_parameters, show_table
-from topolip.tasks import TaskRunner, map_models
+from topolip.report.findings import bounds_findings
+from topolip.report.format import glue_all, show_parameters, show_table
+from topolip.tasks.cluster import TaskRunner
+from topolip.tasks.per_model import map_models
 
 tables = Path(results_dir) / "tables"
 for name in ("models.csv", "topolip.csv"):
@@ -86,7 +87,7 @@ show_parameters(params)
 # For each trained model: the bound and the estimate of every segment at the clean batch
 # (margin 0), then, per perturbation (recreated as the TopoLip notebook made it: the same seed
 # batch, kind, strength and seed), the bounds with margin eps_{l-1} and the chain
-# (topolip.experiments.measure_bounds, which raises if an estimate exceeds its bound or a
+# (topolip.experiments.measure.measure_bounds, which raises if an estimate exceeds its bound or a
 # measured eps_l exceeds L_l eps_{l-1}). bounds_vs_measured joins the chains with the TopoLip
 # table and checks the stability theorem on every row.
 with TaskRunner(scheduler, n_workers=n_workers) as runner:

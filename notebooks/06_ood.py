@@ -51,14 +51,16 @@ n_workers = None        # processes of the local cluster, 1 thread each (None: t
 # %% tags=["remove-input"]
 from pathlib import Path
 
-from topolip.data import load_dataset
-from topolip.experiments import model_summaries
-from topolip.findings import ood_findings
-from topolip.ood import load_ood_batches, measure_ood_trained
+from topolip.experiments.measure import model_summaries
+from topolip.experiments.ood import measure_ood_trained
+from topolip.nets.data import load_dataset
+from topolip.perturbations.ood_sets import load_ood_batches
 from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
-from topolip.report import glue_all, kind_label, show_parameters, show_table
-from topolip.spec import TopoLipSpec
-from topolip.tasks import TaskRunner, map_models
+from topolip.report.findings import ood_findings
+from topolip.report.format import glue_all, kind_label, show_parameters, show_table
+from topolip.tasks.cluster import TaskRunner
+from topolip.tasks.per_model import map_models
+from topolip.topology.spec import TopoLipSpec
 
 params = notebook_parameters(globals(), "06_ood")
 show_parameters(params)

@@ -14,7 +14,7 @@
 # **Method.** One parameter at a time is varied around a small base model of each family, the
 # others held at the base: the ViT's depth (`num_layers`), width (`hidden_dim`), heads and patch
 # size; the ResNet's width, stem kernel and blocks per stage; the plain stacks' depth. Each
-# point is trained with `topolip.train.fit` for {glue:text}`sw-epochs` epochs (fewer than the
+# point is trained with `topolip.nets.train.fit` for {glue:text}`sw-epochs` epochs (fewer than the
 # main models, so the sweep fits the profile's time), on a checkpoint named by everything that
 # determines it, so a re-run trains nothing already trained. Each model is then measured like
 # the main models ({doc}`02_topolip`): under {glue:text}`sw-kinds`, the end-to-end scale-free
@@ -65,15 +65,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from topolip.data import load_dataset
-from topolip.experiments import model_images
-from topolip.findings import sweeps_findings
+from topolip.experiments.measure import model_images
+from topolip.experiments.sweeps import run_sweeps
+from topolip.nets.data import load_dataset
+from topolip.nets.train import TrainConfig, configure_threads
 from topolip.pipeline import notebook_parameters, publish_registered, write_table
-from topolip.report import glue_all, show_parameters
-from topolip.spec import TopoLipSpec
-from topolip.sweeps import run_sweeps
-from topolip.tasks import TaskRunner
-from topolip.train import TrainConfig, configure_threads
+from topolip.report.findings import sweeps_findings
+from topolip.report.format import glue_all, show_parameters
+from topolip.tasks.cluster import TaskRunner
+from topolip.topology.spec import TopoLipSpec
 
 params = notebook_parameters(globals(), "07_sweeps")
 show_parameters(params)

@@ -47,11 +47,17 @@ from pathlib import Path
 
 from IPython.display import Markdown, display
 
-from topolip.calibration import power_table
-from topolip.claims import evaluate, findings, load_claims, with_options
-from topolip.findings import verdict_findings
+from topolip.evidence.calibration import power_table
+from topolip.evidence.claims import claim_findings, evaluate, load_claims, with_options
 from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
-from topolip.report import comparison_label, format_interval, glue_all, show_parameters, show_table
+from topolip.report.findings import verdict_findings
+from topolip.report.format import (
+    comparison_label,
+    format_interval,
+    glue_all,
+    show_parameters,
+    show_table,
+)
 
 params = {**notebook_parameters(globals(), "08_verdict"), "claims": "data/claims.yml"}
 show_parameters(params)
@@ -72,7 +78,7 @@ assert (envelope["verdict"] == "supported").all(), "the certified envelope is a 
 # %% tags=["remove-input"]
 verdicts = read_table(tables_dir / "verdicts.csv")
 power = power_table(verdicts, alpha=alpha)
-found = findings(verdicts, power, alpha=alpha)
+found = claim_findings(verdicts, power, alpha=alpha)
 seeds = sorted(int(s) for s in tables["topolip_summary"]["seed"].unique())
 _ = publish_registered("fig-verdicts", results_dir=results_dir, params=params, seeds=seeds)
 _ = glue_all(verdict_findings({"verdicts": verdicts}, claims=claims, alpha=alpha,
@@ -124,7 +130,7 @@ show_table(prim[["claim", "verdict", "comparison", "effect (95% interval)", "p_a
 # %% [markdown]
 # ## What this run shows
 #
-# The paragraph below is computed from the verdicts (`topolip.claims.findings`): it names the
+# The paragraph below is computed from the verdicts (`topolip.evidence.claims.claim_findings`): it names the
 # direction of every decisive row, with the interval the decision used, and the rows whose
 # deciding p-value sits near $\alpha$, where a seed or a Monte-Carlo draw could move the
 # verdict. An *inconclusive* row is absence of evidence, not evidence of no difference: the

@@ -20,7 +20,7 @@
 # in the spirit of RTD {cite:p}`barannikov2022rtd` and its H0 "lite" variant
 # {cite:p}`tulchinskii2025rtdlite`: the total length of the H0 cross-barcode of the clean and
 # perturbed distance graphs, last probe over input (our implementation,
-# `topolip.baselines.rtd_lite`), which uses the pairing of samples that TopoLip's separate
+# `topolip.experiments.baselines.rtd_lite`), which uses the pairing of samples that TopoLip's separate
 # diagrams discard; **1 − linear CKA** {cite:p}`kornblith2019cka` between clean and perturbed
 # activations at the last probe; the **product of per-layer empirical Lipschitz estimates** and
 # the data-free **product of weight spectral norms**; the **mean logit margin** on clean images,
@@ -32,7 +32,7 @@
 # the architectures apart (one architecture has both the larger ratio and the larger drop) earns
 # a large $\tau$ over all models without ranking any two models of one design. The primary
 # statistic is therefore Kendall's $\tau$ over the pairs of models *of the same architecture*
-# (`topolip.measure_study.within_tau`), averaged over the perturbation kinds; the $\tau$ over all
+# (`topolip.evidence.measures.within_tau`), averaged over the perturbation kinds; the $\tau$ over all
 # models together is shown beside it, confounded by architecture.
 #
 # **Tests.** A measure's within-architecture $\tau$ is tested by permuting the seeds: the
@@ -42,11 +42,11 @@
 # primary association test; the others form one Holm family. TopoLip is compared with each
 # baseline by the difference of their within-architecture $\tau$, with a delete-one-seed
 # jackknife and Student's $t$ on seeds − 1 degrees of freedom
-# (`topolip.measure_study.compare_within`): it respects the clustering (architectures are
+# (`topolip.evidence.measures.compare_within`): it respects the clustering (architectures are
 # strata; deleting a seed deletes its model in every architecture and kind) and is conservative
 # (the jackknife variance is biased upwards, Efron–Stein). On simulated books with 4
 # architectures whose means differ and two equally good measures it calls better or worse in
-# well under 5% of books at $\alpha = 0.05$ (`tests/test_measure_study.py`). The comparisons
+# well under 5% of books at $\alpha = 0.05$ (`tests/test_measures.py`). The comparisons
 # averaged over kinds are the primary family, Holm-corrected over the baselines; the comparisons
 # per kind are a secondary family of their own. A verdict "better" or "worse" is said only where
 # the Holm-adjusted p-value is below $\alpha$; the interval shown is the one that test uses.
@@ -71,10 +71,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from topolip.findings import measures_findings
-from topolip.measure_study import measure_population, measure_study
+from topolip.evidence.measures import measure_population, measure_study
 from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
-from topolip.report import format_interval, glue_all, kind_label, show_parameters, show_table
+from topolip.report.findings import measures_findings
+from topolip.report.format import format_interval, glue_all, kind_label, show_parameters, show_table
 
 params = notebook_parameters(globals(), "09_measures")
 show_parameters({**params, "tables read": "topolip_summary.csv, sweeps.csv",
@@ -195,7 +195,7 @@ if len(gran):
 # **Caveats.** With {glue:text}`ms-n-seeds` seeds there are {glue:text}`ms-n-permutations`
 # relabellings of the seeds, so no permutation p-value is below {glue:text}`ms-min-p`,
 # {glue:text}`ms-family-note`. The jackknife comparison is conservative: in the calibration
-# simulation of `tests/test_measure_study.py` (4 architectures × 5 seeds) it calls two equally
+# simulation of `tests/test_measures.py` (4 architectures × 5 seeds) it calls two equally
 # good measures different in well under 5% of books, and it detects a measure that tracks the
 # drop almost perfectly against a useless one in most books but not all, so "no difference
 # shown" is weak evidence of equality. The sweeps train one model per value

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from topolip.attacks import (
+from topolip.perturbations.attacks import (
     ATTACKS,
     LADDER,
     PERTURBATIONS,
@@ -20,7 +20,7 @@ from topolip.attacks import (
     random_sign,
     square,
 )
-from topolip.corruptions import CORRUPTIONS
+from topolip.perturbations.corruptions import CORRUPTIONS
 
 TOL = 1e-6  # float32 rounding of x + eps * sign
 
@@ -28,7 +28,7 @@ TOL = 1e-6  # float32 rounding of x + eps * sign
 @pytest.fixture(scope="module")
 def trained():
     """A small MLP trained on 500 embedded MNIST digits (a second or two), and 300 test digits."""
-    from topolip.data import load_mnist
+    from topolip.nets.data import load_mnist
 
     d = load_mnist(n_train=500, n_test=300, seed=0)
     torch.manual_seed(0)

@@ -1,12 +1,12 @@
 """Baselines of the measure study on cases with known answers: a pure scaling map, an identity
 layer, a rotation, a permutation of the points (the study's statistics:
-tests/test_measure_study.py)."""
+tests/test_measures.py)."""
 
 import numpy as np
 import pytest
 import torch
 
-from topolip.baselines import (
+from topolip.experiments.baselines import (
     cka_distance,
     displacement_ratio,
     lipschitz_estimate_product,
@@ -15,7 +15,7 @@ from topolip.baselines import (
     rtd_lite,
     spectral_norm_product,
 )
-from topolip.metric import topolip_table
+from topolip.topology.metric import topolip_table
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(40, 5))
@@ -79,7 +79,7 @@ def test_model_baselines():
     x = torch.tensor([[[[1.0, 0.0, 0.0]]], [[[0.0, 1.0, 0.0]]]])
     # logits (3, 0) and (0, 4): margins 3 (class 0) and -4 (class 0 for the second)
     assert logit_margin(model, x, torch.tensor([0, 0])) == pytest.approx(-0.5)
-    from topolip.models import build_model
+    from topolip.nets.models import build_model
 
     torch.manual_seed(0)
     conv = build_model("conv_stack", num_layers=1, channels=2)

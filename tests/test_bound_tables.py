@@ -1,4 +1,5 @@
-"""The bounds chapter's tables (topolip.bound_tables): the join of bounds and TopoLip rows, the
+"""The bounds chapter's tables (topolip.evidence.bound_tables): the join of bounds and TopoLip
+rows, the
 slack of the per-layer and chained bounds, the looseness per kind of segment."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import math
 import pandas as pd
 import pytest
 
-from topolip.bound_tables import (
+from topolip.evidence.bound_tables import (
     LOCAL,
     bound_looseness,
     bound_slack,

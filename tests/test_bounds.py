@@ -29,7 +29,7 @@ from topolip.bounds import (
     model_segments,
     supported_types,
 )
-from topolip.models import ViTEmbedding, build_model, collect_activations
+from topolip.nets.models import ViTEmbedding, build_model, collect_activations
 
 RTOL = 1e-6  # estimate <= bound * (1 + RTOL): float64 power iteration is exact to ~1e-12
 
@@ -407,7 +407,7 @@ def test_segments_chain_to_the_probe_activations(arch, images):
 
 @pytest.mark.parametrize("arch", sorted(TINY))
 def test_layer_bounds_certify_the_displacement_chain(arch, images):
-    from topolip.metric import topolip_table
+    from topolip.topology.metric import topolip_table
 
     torch.manual_seed(1)
     model = build_model(arch, **TINY[arch])
@@ -457,7 +457,7 @@ def test_vit_embedding_bound_is_the_patch_projection(images):
 
 
 def test_plain_stacks(images):
-    from topolip.models import plain
+    from topolip.nets.models import plain
 
     torch.manual_seed(0)
     for model in (plain.attention_stack(num_layers=2, hidden_dim=8, num_heads=2),

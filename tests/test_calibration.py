@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from scipy import stats as st
 
-from topolip import claims as C
-from topolip.calibration import calibrate, power_table, simulate_tables
-from topolip.stats import minimum_detectable_effect, paired_power
+from topolip.evidence import claims as C
+from topolip.evidence.calibration import calibrate, power_table, simulate_tables
+from topolip.evidence.stats import minimum_detectable_effect, paired_power
 
 ALPHA = 0.05
 N_NULL = 200

@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from topolip.claims import FAMILY_PAIRS
-from topolip.models import build_model
-from topolip.models.capacity import (
+from topolip.evidence.claims import FAMILY_PAIRS
+from topolip.nets.models import build_model
+from topolip.nets.models.capacity import (
     MATCH_TOLERANCE,
     capacity_table,
     count_parameters,

@@ -20,7 +20,7 @@ import pytest
 import torch
 from torchvision.datasets import CIFAR10
 
-from topolip.data.cifar import CIFAR10_CLASSES, load_cifar10
+from topolip.nets.data.cifar import CIFAR10_CLASSES, load_cifar10
 
 N_PER_TRAIN_BATCH = 6  # 5 batches: 30 training images, 3 per class
 N_TEST = 10

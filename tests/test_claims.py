@@ -11,20 +11,20 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
-from topolip.claims import (
+from topolip.evidence.claims import (
     CHECKS,
     Claim,
+    claim_findings,
     evaluate,
     families,
     family_below_counts,
-    findings,
     load_claims,
     most_robust_vs_smoothest,
     smoothness_table,
     verdict_counts,
     with_options,
 )
-from topolip.report import kind_label
+from topolip.report.format import kind_label
 
 ROOT = Path(__file__).resolve().parents[1]
 PRIMARY = {"comparison": "vit vs resnet", "group": "pgd"}
@@ -333,7 +333,7 @@ def test_findings_count_families_and_say_only_what_is_decisive():
     ])
     power = pd.DataFrame([{"claim": "a", "comparison": "vit vs resnet", "group": "pgd",
                            "text": "a ratio ≤ 0.7 or ≥ 1.43"}])
-    f = findings(v, power)
+    f = claim_findings(v, power)
     assert f["n_families"] == 3 and f["error_bound"] == pytest.approx(0.15)
     assert (f["n_tests"], f["n_decisive"], f["n_supported"], f["n_contradicted"]) == (4, 2, 1, 1)
     assert f["counts"] == {"a": "1 inconclusive, 1 supported",

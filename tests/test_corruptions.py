@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from topolip.corruptions import CORRUPTIONS, SEVERITIES, corrupt, corruption_params
+from topolip.perturbations.corruptions import CORRUPTIONS, SEVERITIES, corrupt, corruption_params
 
 
 @pytest.fixture(scope="module")
 def digits():
-    from topolip.data import load_mnist
+    from topolip.nets.data import load_mnist
 
     return load_mnist(n_train=100, n_test=64, seed=0).x_test
 

@@ -1,4 +1,5 @@
-"""Tests of topolip.diagrams: Rips diagrams through ripser, conventions, input checks."""
+"""Tests of topolip.topology (points, diagram, rips, batch): Rips diagrams through ripser,
+conventions, input checks."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import pdist
 
-from topolip.diagrams import FILTRATION, Diagram, RipsDiagrams, check_diagram, rips_diagrams
+from topolip.topology.diagram import FILTRATION, Diagram, RipsDiagrams, check_diagram
+from topolip.topology.rips import rips_diagrams
 
 
 def circle(n: int) -> np.ndarray:
@@ -156,7 +158,7 @@ def test_subsampling_reports_covering_radius_and_indices():
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_subsample_diagrams_within_twice_the_covering_radius(seed):
-    from topolip.distances import bottleneck
+    from topolip.topology.distances import bottleneck
 
     X = np.random.default_rng(seed).normal(size=(150, 3))
     full = rips_diagrams(X)
@@ -308,14 +310,14 @@ def test_pair_distances_are_pdist_bit_for_bit(monkeypatch, m, d, block):
     """One pair per cdist call, a few, or all in one: each value is pdist's, bit for bit."""
     from scipy.spatial.distance import pdist, squareform
 
-    from topolip import diagrams
+    from topolip.topology import _float
 
     rng = np.random.default_rng(m + d)
     X = rng.normal(size=(m, d)) * 10.0 ** rng.uniform(-3, 3, size=(m, 1))
     i = rng.integers(0, m - 1, 200)
     j = i + rng.integers(1, m - i)
-    monkeypatch.setattr(diagrams, "_PAIR_BLOCK_VALUES", block)
-    assert np.array_equal(diagrams._pair_distances(X, i, j), squareform(pdist(X))[i, j])
+    monkeypatch.setattr(_float, "PAIR_BLOCK_VALUES", block)
+    assert np.array_equal(_float.pair_distances(X, i, j), squareform(pdist(X))[i, j])
 
 
 # --- the GUDHI backend -------------------------------------------------------------------------
@@ -353,7 +355,7 @@ def test_gudhi_backend_is_float64_where_ripser_merges_distances():
     float32 rounding, and GUDHI's value is the exact diameter of a simplex (a pdist value)."""
     from scipy.spatial.distance import pdist
 
-    from topolip.distances import bottleneck
+    from topolip.topology.distances import bottleneck
 
     rng = np.random.default_rng(0)
     for _ in range(10):
@@ -368,9 +370,9 @@ def test_gudhi_backend_is_float64_where_ripser_merges_distances():
 
 
 def test_gudhi_backend_in_worker_processes_and_through_the_spec():
-    from topolip.diagrams import rips_diagrams_many
-    from topolip.metric import layer_diagrams
-    from topolip.spec import TopoLipSpec
+    from topolip.topology.metric import layer_diagrams
+    from topolip.topology.rips import rips_diagrams_many
+    from topolip.topology.spec import TopoLipSpec
 
     rng = np.random.default_rng(3)
     clouds = [rng.normal(size=(70, 5)) for _ in range(3)]
@@ -386,8 +388,8 @@ def test_gudhi_backend_in_worker_processes_and_through_the_spec():
 def test_unknown_or_missing_backend_is_named(monkeypatch):
     import sys
 
-    from topolip.diagrams import rips_diagrams_many
-    from topolip.spec import TopoLipSpec
+    from topolip.topology.rips import rips_diagrams_many
+    from topolip.topology.spec import TopoLipSpec
 
     X = np.random.default_rng(0).normal(size=(5, 2))
     for bad in ("giotto", None, 1):

@@ -1,4 +1,4 @@
-"""Tests of topolip.distances against hand values, GUDHI, brute force and persim."""
+"""Tests of topolip.topology.distances against hand values, GUDHI, brute force and persim."""
 
 from __future__ import annotations
 
@@ -11,8 +11,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from topolip.diagrams import Diagram, rips_diagrams
-from topolip.distances import _assignment, _h0, _pot, bottleneck, diagram_distance, wasserstein
+from topolip.topology.diagram import Diagram
+from topolip.topology.distances import (
+    _assignment,
+    _h0,
+    _pot,
+    bottleneck,
+    diagram_distance,
+    wasserstein,
+)
+from topolip.topology.rips import rips_diagrams
 
 INF = math.inf
 

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from test_book_html import check_book_html
 
-from topolip.calibration import power_table
-from topolip.claims import findings
-from topolip.measure_study import findings as measure_findings
+from topolip.evidence.calibration import power_table
+from topolip.evidence.claims import claim_findings
+from topolip.evidence.measures import study_findings
 from topolip.pipeline import (
     apply_overrides,
     build_book,
@@ -20,7 +20,7 @@ from topolip.pipeline import (
     stage,
 )
 from topolip.pipeline.book import glue_values
-from topolip.report import kind_label
+from topolip.report.format import kind_label
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -122,12 +122,12 @@ def test_chain_and_book(tmp_path):
     glued = {name: glue_values(nbformat.read(root / f"book/notebooks/{name}.ipynb", 4))
              for name in ("01_train", "08_verdict", "09_measures")}
     verdicts = read_table(tables / "verdicts.csv")
-    found = findings(verdicts, power_table(verdicts))
+    found = claim_findings(verdicts, power_table(verdicts))
     for claim, sentence in found["primary"].items():
         assert glued["08_verdict"][f"primary-{claim}"] == sentence, claim
     assert glued["08_verdict"]["headline-n-decisive"] == str(found["n_decisive"])
     assert glued["08_verdict"]["headline-n-families"] == str(found["n_families"])
-    study = measure_findings(read_table(tables / "measure_study.csv"), kind_label=kind_label)
+    study = study_findings(read_table(tables / "measure_study.csv"), kind_label=kind_label)
     assert glued["09_measures"]["ms-sentence"] == study["sentence"]
     models = read_table(tables / "models.csv")
     assert glued["01_train"]["n-models"] == str(len(models))

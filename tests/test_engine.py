@@ -17,12 +17,13 @@ import torch
 from expect.regenerate import CASES, EXPECT, read_csv_text, to_text
 from scipy.spatial.distance import pdist, squareform
 
-from topolip import baselines
-from topolip.data import load_mnist
-from topolip.diagrams import default_jobs, pairwise_distances, rips_diagrams, rips_diagrams_many
-from topolip.metric import median_pairwise_distance
-from topolip.models import collect_activations, forward_probes
-from topolip.train import ModelSpec, TrainConfig, fit
+from topolip.experiments import baselines
+from topolip.nets.data import load_mnist
+from topolip.nets.models import collect_activations, forward_probes
+from topolip.nets.train import ModelSpec, TrainConfig, fit
+from topolip.topology.metric import median_pairwise_distance
+from topolip.topology.points import pairwise_distances
+from topolip.topology.rips import default_jobs, rips_diagrams, rips_diagrams_many
 
 
 def _clouds(seed: int, n: int = 12):

@@ -14,34 +14,34 @@ import pytest
 import torch
 from torch import nn
 
-from topolip.bound_tables import LOCAL, bounds_vs_measured
-from topolip.data import ImageSplit, load_mnist
-from topolip.experiments import (
+from topolip.evidence.bound_tables import LOCAL, bounds_vs_measured
+from topolip.experiments.measure import (
     measure_bounds,
     measure_model,
     model_summaries,
     seed_batch,
 )
-from topolip.figures import (
+from topolip.experiments.ood import (
+    measure_ood,
+    measure_ood_trained,
+    ood_auroc_resamples,
+    ood_behaviour,
+)
+from topolip.experiments.robustness import max_softmax, robustness_curves
+from topolip.experiments.sweeps import run_sweeps, sweep_points
+from topolip.nets.data import ImageSplit, load_mnist
+from topolip.nets.models import collect_activations
+from topolip.nets.train import ModelSpec, TrainConfig, accuracy, fit
+from topolip.perturbations.ood_sets import load_ood_batches
+from topolip.report.figures import (
     plot_accuracy_curves,
     plot_ood_behaviour,
     plot_sweep,
     plot_topolip_by_layer,
     plot_topolip_vs_accuracy,
 )
-from topolip.metric import topological_displacement
-from topolip.models import collect_activations
-from topolip.ood import (
-    load_ood_batches,
-    measure_ood,
-    measure_ood_trained,
-    ood_auroc_resamples,
-    ood_behaviour,
-)
-from topolip.robustness import max_softmax, robustness_curves
-from topolip.spec import TopoLipSpec
-from topolip.sweeps import run_sweeps, sweep_points
-from topolip.train import ModelSpec, TrainConfig, accuracy, fit
+from topolip.topology.metric import topological_displacement
+from topolip.topology.spec import TopoLipSpec
 
 
 @pytest.fixture(scope="module")

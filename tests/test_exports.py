@@ -11,9 +11,11 @@ from types import ModuleType
 
 import pytest
 
-#: Every package of topolip below the top level (found, so a new package is checked too).
-PACKAGES = sorted(f"topolip.{p.parent.name}"
-                  for p in (Path(__file__).resolve().parents[1] / "topolip").glob("*/__init__.py"))
+#: Every package of topolip below the top level, nested ones included (found, so a new package
+#: is checked too).
+_ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = sorted(".".join(p.parent.relative_to(_ROOT).parts)
+                  for p in (_ROOT / "topolip").rglob("*/__init__.py"))
 
 
 def export_problems(package: ModuleType) -> list[str]:
@@ -42,8 +44,8 @@ def export_problems(package: ModuleType) -> list[str]:
 
 
 def test_every_package_is_checked():
-    assert {"topolip.bounds", "topolip.data", "topolip.distances", "topolip.models",
-            "topolip.pipeline"} <= set(PACKAGES)
+    assert {"topolip.bounds", "topolip.nets.data", "topolip.topology.distances",
+            "topolip.nets.models", "topolip.pipeline", "topolip.evidence"} <= set(PACKAGES)
 
 
 @pytest.mark.parametrize("name", PACKAGES)
@@ -73,7 +75,7 @@ def test_the_check_finds_a_missing_re_export(tmp_path, monkeypatch):
     ]
 
 
-# --- the top level: the submodules, read from the folder ----------------------------------------
+# --- the top level: the curated API and the layers, read from the folder -------------------------
 
 def _on_disk() -> list[str]:
     """The public submodules of ``topolip`` as files: modules and packages not named ``_*``."""
@@ -83,12 +85,13 @@ def _on_disk() -> list[str]:
     return sorted(n for n in names if not n.startswith("_"))
 
 
-def test_the_top_level_lists_every_submodule_on_disk():
+def test_the_top_level_lists_the_api_and_every_submodule_on_disk():
     import topolip
 
-    assert topolip.__all__ == ["__version__", *_on_disk()]
-    assert set(_on_disk()) <= set(dir(topolip))
-    assert {"diagrams", "measure_study", "tasks", "pipeline"} <= set(topolip.__all__)
+    assert topolip.__all__ == ["__version__", *topolip.API, *_on_disk()]
+    assert set(_on_disk()) | set(topolip.API) <= set(dir(topolip))
+    assert {"topology", "evidence", "tasks", "pipeline", "roster"} <= set(topolip.__all__)
+    assert len(topolip.__all__) == len(set(topolip.__all__)), "an API name shadows a module"
 
 
 @pytest.mark.parametrize("name", _on_disk())
@@ -96,6 +99,33 @@ def test_every_submodule_is_reachable_lazily(name):
     import topolip
 
     assert getattr(topolip, name) is importlib.import_module(f"topolip.{name}")
+
+
+def test_the_api_is_the_issue_s_list_each_name_once_from_its_package():
+    import topolip
+
+    wanted = {"rips_diagrams", "wasserstein", "bottleneck", "diagram_distance", "topolip_table",
+              "summarize", "lipschitz_bound", "lipschitz_estimate", "layer_bounds",
+              "build_model", "collect_activations", "perturb", "fit", "measure_model"}
+    assert wanted <= set(topolip.API)
+    for name, package in topolip.API.items():
+        module = importlib.import_module(package)
+        assert name in module.__all__, f"{package} does not export {name}"
+        assert getattr(topolip, name) is getattr(module, name), name
+
+
+def test_the_api_loads_only_the_layer_it_needs():
+    import json
+    import subprocess
+
+    code = ("import json, sys, topolip; topolip.rips_diagrams; topolip.wasserstein; "
+            "print(json.dumps(sorted(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr
+    loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not [m for m in loaded if m.split(".")[0] in {"torch", "torchvision"}]
+    assert not [m for m in loaded if m.startswith(("topolip.nets", "topolip.evidence"))]
 
 
 def test_an_unknown_top_level_name_is_an_attribute_error():

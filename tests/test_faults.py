@@ -245,8 +245,8 @@ def test_outputs_honour_the_umask(tmp_path, umask, mode):
                  atomic_write_bytes(tmp_path / "f.svg", b"<svg/>"),
                  write_table(pd.DataFrame({"a": [1]}), tmp_path / "t.csv",
                              schema=TableSchema("t", (Column("a", "int"),), "01_train"))]
-        from topolip.data import load_mnist
-        from topolip.train import ModelSpec, TrainConfig, fit
+        from topolip.nets.data import load_mnist
+        from topolip.nets.train import ModelSpec, TrainConfig, fit
 
         data = load_mnist(n_train=40, n_test=20, seed=0)
         fit(ModelSpec("conv_stack", {"num_layers": 1, "channels": 2}), data,
@@ -269,7 +269,7 @@ def test_outputs_honour_the_umask(tmp_path, umask, mode):
 def test_unreachable_scheduler_fails_within_the_timeout_naming_the_address(tmp_path):
     import socket
 
-    from topolip.tasks import Task, TaskRunner
+    from topolip.tasks.cluster import Task, TaskRunner
 
     t0 = time.perf_counter()
     with pytest.raises(RuntimeError, match=r"Dask scheduler tcp://127.0.0.1:1 is unreachable "
@@ -302,7 +302,7 @@ def test_unreachable_scheduler_fails_within_the_timeout_naming_the_address(tmp_p
 def test_a_bad_cifar_file_is_named(cifar_root):  # noqa: F811 - the imported fixture
     from torchvision.datasets import CIFAR10
 
-    from topolip.data.cifar import load_cifar10
+    from topolip.nets.data.cifar import load_cifar10
 
     root, _ = cifar_root
     folder = root / CIFAR10.base_folder
@@ -328,8 +328,8 @@ def test_a_bad_cifar_file_is_named(cifar_root):  # noqa: F811 - the imported fix
 def test_a_checkpoint_of_another_environment_is_retrained(tmp_path, monkeypatch):
     import torch
 
-    import topolip.train as train
-    from topolip.data import load_mnist
+    import topolip.nets.train as train
+    from topolip.nets.data import load_mnist
 
     data = load_mnist(n_train=40, n_test=20, seed=0)
     spec = train.ModelSpec("conv_stack", {"num_layers": 1, "channels": 2})
@@ -482,7 +482,7 @@ def _kill_my_worker_once(marker: str, data) -> int:
 
 @pytest.mark.slow
 def test_a_task_whose_worker_dies_runs_again_on_another(tmp_path):
-    from topolip.tasks import Task, TaskRunner
+    from topolip.tasks.cluster import Task, TaskRunner
 
     with TaskRunner("local", n_workers=2, progress=False) as runner:
         data = runner.share(bytes(1000))  # sent to every worker, so it survives one
@@ -495,7 +495,7 @@ def test_a_task_whose_worker_dies_runs_again_on_another(tmp_path):
 
 @pytest.mark.slow
 def test_a_dying_scheduler_is_reported_with_the_models():
-    from topolip.tasks import Task, TaskError, TaskRunner
+    from topolip.tasks.cluster import Task, TaskError, TaskRunner
 
     code = ("from distributed import LocalCluster; import time; "
             "c = LocalCluster(n_workers=1, processes=False, protocol='tcp://', "

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from topolip import figures
-from topolip.report import ARCH_COLORS, ARCH_LABELS
+from topolip.report import figures
+from topolip.report.format import ARCH_COLORS, ARCH_LABELS
 
 matplotlib.use("Agg")
 

@@ -1,4 +1,4 @@
-"""Each chapter's glued findings (``topolip.findings``), on a real quick run's tables.
+"""Each chapter's glued findings (``topolip.report.findings``), on a real quick run's tables.
 
 ``tests/expect/findings/`` holds the tables of one quick run of the chain (``results/quick`` at
 commit 06b2f57), trimmed to the columns the findings read (and ``robustness.csv`` to the attacks
@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from topolip import findings as F
-from topolip.claims import load_claims, with_options
-from topolip.report import arch_ranking, glue_all, glue_text
+from topolip.evidence.claims import load_claims, with_options
+from topolip.report import findings as F
+from topolip.report.format import arch_ranking, glue_all, glue_text
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPECT = ROOT / "tests/expect/findings"

@@ -55,10 +55,10 @@ def test_schema_defaults_of_the_statistics_parameters():
 
 
 def test_schema_kinds_match_the_library():
-    from topolip.attacks import ATTACKS
-    from topolip.corruptions import CORRUPTIONS
-    from topolip.models import ARCHITECTURES
-    from topolip.ood import OOD_SETS
+    from topolip.nets.models import ARCHITECTURES
+    from topolip.perturbations.attacks import ATTACKS
+    from topolip.perturbations.corruptions import CORRUPTIONS
+    from topolip.perturbations.ood_sets import OOD_SETS
     from topolip.pipeline.params import _MODEL_GROUPS, _OOD_LIMITS
 
     assert set(_MODEL_GROUPS) == set(ARCHITECTURES)

@@ -21,12 +21,8 @@ from topolip.bounds import (
     lipschitz_bound,
     lipschitz_estimate,
 )
-from topolip.data import load_cifar10, load_dataset, load_mnist
-from topolip.diagrams import Diagram, check_diagram, check_points, rips_diagrams
-from topolip.distances import bottleneck, diagram_distance, wasserstein
-from topolip.metric import median_pairwise_distance, topolip_table
-from topolip.spec import TopoLipSpec
-from topolip.train import (
+from topolip.nets.data import load_cifar10, load_dataset, load_mnist
+from topolip.nets.train import (
     ModelSpec,
     TrainConfig,
     _checksum,
@@ -34,6 +30,12 @@ from topolip.train import (
     load_trained,
     remove_stale_temporaries,
 )
+from topolip.topology.diagram import Diagram, check_diagram
+from topolip.topology.distances import bottleneck, diagram_distance, wasserstein
+from topolip.topology.metric import median_pairwise_distance, topolip_table
+from topolip.topology.points import check_points
+from topolip.topology.rips import rips_diagrams
+from topolip.topology.spec import TopoLipSpec
 
 SQUARE = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
 

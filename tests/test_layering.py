@@ -1,15 +1,19 @@
-"""The one-way dependencies of DESIGN.md section 4, enforced.
+"""The one-way dependencies of the package's layers, enforced as package rules.
 
-data → models → activations → diagrams → distances → metric → tables → figures → book:
+Bottom to top (README, "Layout"):
 
-- the diagram and distance code, the table statistics (``stats``, ``measure_study``, ``claims``,
-  ``bound_tables``), the report helpers and the figures import no torch (checked at run time,
-  in a fresh interpreter, on ``sys.modules``); the diagram and distance code imports no model
-  either;
-- the science modules (everything in ``topolip`` but ``topolip.pipeline`` and ``topolip.cli``)
-  never import the pipeline or the CLI (checked statically on every import statement);
-- ``topolip.bounds`` does not know how the models are built: it imports no ``topolip.models``
-  (each model declares its own segments).
+- base modules: ``io``, ``roster``, ``schema`` (torch-free) and ``tensors`` (torch helpers);
+- ``topology`` (numpy only: diagrams, distances, the metric and its spec);
+- ``bounds`` (torch: closed-form and estimated Lipschitz constants; knows no model);
+- ``nets`` (torch: data, models, training) → ``perturbations`` (attacks, corruptions, OOD sets) →
+  ``tasks`` (Dask) → ``experiments`` (one trained model in, tidy rows out);
+- ``evidence`` (torch-free: statistics, claims, the measure study) → ``report``
+  (torch-free: formatting, figures, findings);
+- ``pipeline`` (the chain, the book) → ``cli``.
+
+A module's rule is its layer's: a new file in ``topolip/evidence/`` inherits evidence's
+allowed imports and its torch-free check, with no list to update. A new top-level module or
+package fails :func:`test_every_module_has_a_layer` until it is given a layer here.
 """
 
 from __future__ import annotations
@@ -25,52 +29,44 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "topolip"
 
-TORCH_FREE = [
-    "topolip.diagrams",
-    "topolip.distances",
-    "topolip.spec",
-    "topolip.stats",
-    "topolip.measure_study",
-    "topolip.masking",
-    "topolip.calibration",
-    "topolip.claims",
-    "topolip.bound_tables",
-    "topolip.report",
-    "topolip.findings",
-    "topolip.figures",
-    "topolip.roster",
-    "topolip.schema",
-]
-MODEL_FREE = ["topolip.diagrams", "topolip.distances", "topolip.spec"]
-FORBIDDEN_IN_SCIENCE = ("topolip.pipeline", "topolip.cli")
+BASE = {"topolip.io", "topolip.roster", "topolip.schema"}
+#: layer -> the layers it may import (besides itself). Imports inside functions count too.
+ALLOWED: dict[str, set[str]] = {
+    "topolip.io": set(),
+    "topolip.roster": set(),
+    "topolip.schema": {"topolip.io", "topolip.roster"},
+    "topolip.tensors": set(),
+    "topolip.topology": BASE,
+    "topolip.bounds": BASE | {"topolip.tensors"},
+    "topolip.nets": BASE | {"topolip.tensors"},
+    "topolip.perturbations": BASE | {"topolip.tensors", "topolip.nets"},
+    "topolip.tasks": BASE | {"topolip.tensors", "topolip.nets"},
+    "topolip.experiments": BASE | {"topolip.tensors", "topolip.topology", "topolip.bounds",
+                                   "topolip.nets", "topolip.perturbations", "topolip.tasks"},
+    "topolip.evidence": BASE,
+    "topolip.report": BASE | {"topolip.evidence"},
+    "topolip.pipeline": {"*"},
+    "topolip.cli": {"*"},
+    "topolip": {"*"},  # the curated API, loaded lazily
+}
+#: layers whose every module imports no torch (checked in a fresh interpreter)
+TORCH_FREE = ["topolip.io", "topolip.roster", "topolip.schema", "topolip.topology",
+              "topolip.evidence", "topolip.report"]
 
 
-def _loaded_after_import(module: str) -> list[str]:
-    """Names in ``sys.modules`` after importing ``module`` in a fresh interpreter."""
-    code = f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=ROOT, timeout=300)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-@pytest.mark.parametrize("module", TORCH_FREE)
-def test_module_imports_no_torch(module):
-    loaded = _loaded_after_import(module)
-    assert module in loaded
-    heavy = sorted(m for m in loaded if m.split(".")[0] in {"torch", "torchvision",
-                                                             "torchattacks"})
-    assert heavy == [], f"{module} pulls in {heavy[:5]}"
-    if module in MODEL_FREE:
-        models = [m for m in loaded if m.startswith("topolip.models")]
-        assert models == [], f"{module} pulls in {models}"
-
-
-def _module_name(path: Path) -> str:
+def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
+
+
+def layer_of(module: str) -> str | None:
+    """The layer a module belongs to: its first two name parts (``topolip.evidence.stats`` →
+    ``topolip.evidence``), or None for a name no layer claims."""
+    parts = module.split(".")
+    name = ".".join(parts[:2])
+    return name if name in ALLOWED else None
 
 
 def imported_modules(source: str, module: str, *, is_package: bool = False) -> set[str]:
@@ -102,50 +98,90 @@ def import_from_module(node: ast.ImportFrom, package: str) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def _depends_on(names: set[str], targets: tuple[str, ...]) -> list[str]:
-    return sorted(n for n in names if any(n == t or n.startswith(t + ".") for t in targets))
+def violations(source: str, module: str, *, is_package: bool = False) -> list[str]:
+    """The imports of ``source`` (the text of ``module``) its layer does not allow."""
+    own = layer_of(module)
+    allowed = ALLOWED[own]
+    if "*" in allowed:
+        return []
+    out = set()
+    for name in imported_modules(source, module, is_package=is_package):
+        if name != "topolip" and not name.startswith("topolip."):
+            continue
+        target = layer_of(name)
+        if name == "topolip" or target is None:
+            # `from topolip import x`: x is a layer or a curated name; both reach upward
+            if name == "topolip":
+                continue
+            out.add(name)
+        elif target != own and target not in allowed:
+            out.add(name)
+    return sorted(out)
 
 
-def _science_files() -> list[Path]:
-    files = sorted(PACKAGE.rglob("*.py"))
-    return [p for p in files
-            if not _module_name(p).startswith(FORBIDDEN_IN_SCIENCE)]
+def _files() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
 
 
-def test_the_science_modules_are_found():
-    names = {_module_name(p) for p in _science_files()}
-    assert {"topolip.metric", "topolip.bounds.dispatch", "topolip.models.resnet",
-            "topolip.data.cifar", "topolip.figures"} <= names
-    assert not any(n.startswith(FORBIDDEN_IN_SCIENCE) for n in names)
+def test_every_module_has_a_layer():
+    orphans = [module_name(p) for p in _files() if layer_of(module_name(p)) is None
+               and module_name(p) != "topolip"]
+    assert orphans == [], f"give these a layer in tests/test_layering.py: {orphans}"
+    assert {layer_of(module_name(p)) for p in _files()} >= set(TORCH_FREE)
 
 
-@pytest.mark.parametrize("path", _science_files(), ids=_module_name)
-def test_science_modules_never_import_the_pipeline_or_cli(path):
-    names = imported_modules(path.read_text(), _module_name(path),
-                             is_package=path.name == "__init__.py")
-    assert _depends_on(names, FORBIDDEN_IN_SCIENCE) == []
+@pytest.mark.parametrize("path", _files(), ids=module_name)
+def test_imports_follow_the_layers(path):
+    module = module_name(path)
+    assert violations(path.read_text(), module, is_package=path.name == "__init__.py") == []
 
 
-@pytest.mark.parametrize("path", sorted((PACKAGE / "bounds").glob("*.py")), ids=_module_name)
-def test_bounds_import_no_model(path):
-    names = imported_modules(path.read_text(), _module_name(path),
-                             is_package=path.name == "__init__.py")
-    assert _depends_on(names, ("topolip.models",)) == []
-
-
-def test_the_static_check_catches_every_import_form():
-    src = ("import topolip.cli\n"
+def test_the_rule_catches_every_import_form():
+    src = ("import topolip.pipeline\n"
            "from ..pipeline import run_chain\n"
-           "from .. import pipeline\n"
-           "def f():\n    from topolip.pipeline.params import load_profile\n")
-    names = imported_modules(src, "topolip.bounds.dispatch")
-    assert _depends_on(names, FORBIDDEN_IN_SCIENCE) == [
-        "topolip.cli", "topolip.pipeline", "topolip.pipeline.params",
-        "topolip.pipeline.params.load_profile", "topolip.pipeline.run_chain",
+           "from .. import report\n"
+           "from topolip.evidence import stats\n"
+           "def f():\n    from topolip.nets.models import build_model\n")
+    assert violations(src, "topolip.topology.metric") == [
+        "topolip.evidence", "topolip.evidence.stats", "topolip.nets.models",
+        "topolip.nets.models.build_model", "topolip.pipeline", "topolip.pipeline.run_chain",
+        "topolip.report",
     ]
+    # a new file inherits its layer's rule; the same import is allowed one layer up
+    assert violations("from topolip.evidence import stats\n", "topolip.report.new") == []
+    assert violations("from topolip.report import figures\n", "topolip.evidence.new") == [
+        "topolip.report", "topolip.report.figures"]
     # a package's __init__ resolves ``.`` against itself
-    assert imported_modules("from .plain import PlainStack", "topolip.models",
-                            is_package=True) == {"topolip.models.plain",
-                                                 "topolip.models.plain.PlainStack"}
-    assert _depends_on(imported_modules("from .models import build_model", "topolip.metric"),
-                       ("topolip.models",)) == ["topolip.models", "topolip.models.build_model"]
+    assert imported_modules("from .plain import PlainStack", "topolip.nets.models",
+                            is_package=True) == {"topolip.nets.models.plain",
+                                                 "topolip.nets.models.plain.PlainStack"}
+    assert layer_of("topolip.newthing") is None
+
+
+def _loaded_after_import(modules: list[str]) -> list[str]:
+    """Names in ``sys.modules`` after importing ``modules`` in a fresh interpreter."""
+    code = (f"import importlib, json, sys\nfor m in {modules!r}: importlib.import_module(m)\n"
+            "print(json.dumps(sorted(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("layer", TORCH_FREE)
+def test_torch_free_layers_import_no_torch(layer):
+    modules = [module_name(p) for p in _files() if layer_of(module_name(p)) == layer]
+    loaded = _loaded_after_import(modules)
+    heavy = sorted(m for m in loaded if m.split(".")[0] in {"torch", "torchvision",
+                                                             "torchattacks"})
+    assert heavy == [], f"{layer} pulls in {heavy[:5]}"
+    if layer == "topolip.topology":
+        nets = [m for m in loaded if m.startswith("topolip.nets")]
+        assert nets == [], f"{layer} pulls in {nets}"
+
+
+def test_bounds_know_no_model():
+    for path in (PACKAGE / "bounds").glob("*.py"):
+        names = imported_modules(path.read_text(), module_name(path),
+                                 is_package=path.name == "__init__.py")
+        assert not [n for n in names if n.startswith("topolip.nets")], path.name

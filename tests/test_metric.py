@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from topolip.metric import (
+from topolip.topology.metric import (
     EnvelopeViolation,
     layer_diagrams,
     median_pairwise_distance,
@@ -13,7 +13,7 @@ from topolip.metric import (
     topolip_table,
     topological_displacement,
 )
-from topolip.spec import TopoLipSpec
+from topolip.topology.spec import TopoLipSpec
 
 
 @pytest.fixture

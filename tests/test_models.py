@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from topolip.models import build_model, collect_activations, probe_labels
+from topolip.nets.models import build_model, collect_activations, probe_labels
 
 
 @pytest.fixture(scope="module")

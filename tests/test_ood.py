@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from topolip.ood import OOD_SETS, load_ood
+from topolip.perturbations.ood_sets import OOD_SETS, load_ood
 
 
 @pytest.mark.parametrize("name", list(OOD_SETS))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from topolip.spec import TopoLipSpec
+from topolip.topology.spec import TopoLipSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,7 +5,7 @@ A name that starts with one underscore (not a dunder) is private to the module t
 
 - no ``from X import _name`` and no ``X._name`` on an imported name ``X``, whatever ``X`` is
   (another module of ours, or another package such as torchvision or matplotlib);
-- a private module (``topolip.distances._h0``, ``topolip.bounds._checks``) is imported only
+- a private module (``topolip.topology.distances._h0``, ``topolip.bounds._checks``) is imported only
   from inside the package that holds it; a private module of another package
   (``scipy.spatial._distance_pybind``) never.
 
@@ -103,9 +103,9 @@ def test_the_benchmarks_are_scanned():
     assert {"benchmarks.bench_topolip", "benchmarks.bench_distances"} <= names
     # a benchmark is outside every package of ours: none of our private names or modules
     assert private_api_uses("from topolip import diagrams as dg\nx = dg._snap_pairs\n"
-                            "from topolip.distances import _h0\n",
+                            "from topolip.topology.distances import _h0\n",
                             "benchmarks.bench_x") == [
-        "benchmarks.bench_x imports the private module topolip.distances._h0",
+        "benchmarks.bench_x imports the private module topolip.topology.distances._h0",
         "benchmarks.bench_x uses dg._snap_pairs (line 2)",
     ]
 
@@ -114,22 +114,22 @@ def test_the_check_catches_every_form():
     src = ("from .dispatch import _check_finite_state\n"
            "from scipy.spatial._distance_pybind import pdist_euclidean\n"
            "import matplotlib.ticker as mt\n"
-           "from ..train import _plain, spec_for\n"
-           "from ..distances import _h0\n"
+           "from ..nets.train import _plain, spec_for\n"
+           "from ..topology.distances import _h0\n"
            "from ._checks import as_batch\n"
            "def f():\n"
            "    return mt.LogFormatter._num_to_string, mt._private\n")
     assert private_api_uses(src, "topolip.bounds.estimate") == [
         "topolip.bounds.estimate imports the private module scipy.spatial._distance_pybind",
-        "topolip.bounds.estimate imports the private module topolip.distances._h0",
+        "topolip.bounds.estimate imports the private module topolip.topology.distances._h0",
         "topolip.bounds.estimate imports the private name _check_finite_state from "
         "topolip.bounds.dispatch",
-        "topolip.bounds.estimate imports the private name _plain from topolip.train",
+        "topolip.bounds.estimate imports the private name _plain from topolip.nets.train",
         "topolip.bounds.estimate uses mt.LogFormatter._num_to_string (line 8)",
         "topolip.bounds.estimate uses mt._private (line 8)",
     ]
     # inside its package a private module is fine, and so is a package's own private module
     assert private_api_uses("from ._costs import ground\nfrom . import _h0\n",
-                            "topolip.distances", is_package=True) == []
+                            "topolip.topology.distances", is_package=True) == []
     assert private_api_uses("from ._h0 import h0_bottleneck\n",
-                            "topolip.distances._bottleneck") == []
+                            "topolip.topology.distances._bottleneck") == []

@@ -1,10 +1,10 @@
-"""Display helpers of topolip.report: labels and intervals as the book prints them."""
+"""Display helpers of topolip.report.format: labels and intervals as the book prints them."""
 
 import math
 
 import pandas as pd
 
-from topolip.report import arch_ranking, comparison_label, format_interval
+from topolip.report.format import arch_ranking, comparison_label, format_interval
 
 
 def test_format_interval_with_and_without_an_interval():
@@ -31,7 +31,7 @@ def test_tables_wrap_between_words_never_inside_one():
     # "overflow-wrap: anywhere" let a phone squeeze a column to one letter ("atten / tion-"),
     # and "word-break: break-all" would do the same: words wrap at spaces and hyphens only
     from topolip.pipeline.book import SITE_CSS
-    from topolip.report import show_table
+    from topolip.report.format import show_table
 
     out = show_table(pd.DataFrame({"claim": ["attention-smoother"], "verdict": ["inconclusive"],
                                    "measure": ["end_to_end_scale_free"]}))

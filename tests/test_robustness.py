@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from topolip.masking import CHECKS, ladder_table, masking_checks, masking_summary
+from topolip.evidence.masking import MASKING_CHECKS, ladder_table, masking_checks, masking_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ["perturbation", "strength", "unit", "n", "accuracy", "accuracy_clean",
@@ -45,7 +45,7 @@ def _checks(table, **kw):
 
 def test_a_sound_model_passes_every_check_with_the_violations_as_values():
     out = _checks(_table())
-    assert list(out.index.get_level_values("check")) == list(CHECKS)
+    assert list(out.index.get_level_values("check")) == list(MASKING_CHECKS)
     assert out["passed"].all()
     value = out["value"].xs(("vit", 0))
     assert value["monotone_eps_fgsm"] == pytest.approx(-0.30)   # largest rise: 0.60 -> 0.30
@@ -91,13 +91,13 @@ def test_models_are_checked_apart_and_the_failures_summarised():
     table = pd.concat([_table("vit", 0), _table("vit", 1, **{"square@0.05@200": 0.1}),
                        _table("resnet", 0, **{"pgd@0.05@5": 0.2, "pgd@0.3@5": 0.5})])
     out = masking_checks(table, eps=0.05, large_eps=0.3)
-    assert len(out) == 3 * len(CHECKS)
+    assert len(out) == 3 * len(MASKING_CHECKS)
     flags = out[out["check"] == "all"][["arch", "seed", "passed", "value"]].values.tolist()
     assert flags == [["vit", 0, True, 0.0], ["vit", 1, False, 1.0], ["resnet", 0, False, 3.0]]
     assert masking_summary(out).values.tolist() == [
         ["vit", 1, "black_box_weaker"],
         ["resnet", 0, "monotone_eps_pgd, monotone_steps, large_eps_to_zero"]]
-    assert masking_summary(out[out["arch"] == "vit"].iloc[: len(CHECKS)]).empty
+    assert masking_summary(out[out["arch"] == "vit"].iloc[: len(MASKING_CHECKS)]).empty
 
 
 def test_the_strongest_run_of_an_eps_is_the_one_compared():
@@ -154,12 +154,12 @@ def test_ladder_table_means_over_seeds_and_counts_flags():
 
 
 def test_the_masking_module_imports_no_torch():
-    code = "import json, sys, topolip.masking; print(json.dumps(sorted(sys.modules)))"
+    code = "import json, sys, topolip.evidence.masking; print(json.dumps(sorted(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          timeout=300)
     assert out.returncode == 0, out.stderr
     loaded = json.loads(out.stdout.strip().splitlines()[-1])
-    assert "topolip.masking" in loaded
+    assert "topolip.evidence.masking" in loaded
     assert not [m for m in loaded if m.split(".")[0] in {"torch", "torchattacks"}]
 
 
@@ -172,7 +172,7 @@ def trained():
     import torch.nn.functional as F
     from torch import nn
 
-    from topolip.data import load_mnist
+    from topolip.nets.data import load_mnist
 
     d = load_mnist(n_train=500, n_test=300, seed=0)
     torch.manual_seed(0)
@@ -190,7 +190,7 @@ LADDER_KW = dict(pgd_steps=10, pgd_restarts=2, apgd_steps=10, n_target_classes=3
 
 
 def test_attack_ladder_rows_and_order(trained):
-    from topolip.robustness import attack_ladder
+    from topolip.experiments.robustness import attack_ladder
 
     model, d = trained
     x, y = d.x_test[:120], d.y_test[:120]
@@ -222,7 +222,7 @@ def test_attack_ladder_rows_and_order(trained):
     (dict(eps=[0.1], n_target_classes=0), "n_target_classes must be a positive integer"),
 ])
 def test_attack_ladder_bad_arguments_raise(trained, kwargs, match):
-    from topolip.robustness import attack_ladder
+    from topolip.experiments.robustness import attack_ladder
 
     model, d = trained
     with pytest.raises(ValueError, match=match):
@@ -230,8 +230,8 @@ def test_attack_ladder_bad_arguments_raise(trained, kwargs, match):
 
 
 def test_the_per_model_task_gives_the_contract_columns_and_passes_the_checks(trained):
-    from topolip.corruptions import CORRUPTIONS
-    from topolip.robustness import robustness_trained
+    from topolip.experiments.robustness import robustness_trained
+    from topolip.perturbations.corruptions import CORRUPTIONS
 
     model, d = trained
     kw = dict(data=d, attack_eps=[0.0, 0.05, 0.1], severities=[0, 3], n_images=100,

@@ -106,7 +106,9 @@ def test_a_missing_column_raises_the_one_message(tmp_path):
 
 
 def test_the_table_functions_use_the_one_check():
-    from topolip import bound_tables, claims, figures, masking, measure_study
+    from topolip.evidence import bound_tables, claims, masking
+    from topolip.evidence import measures as measure_study
+    from topolip.report import figures
 
     empty = pd.DataFrame({"arch": ["vit"]})
     calls = [

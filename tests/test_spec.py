@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from topolip.distances import diagram_distance
-from topolip.experiments import measure_model, model_images, seed_batch
-from topolip.metric import LayerDiagrams, layer_diagrams, topolip_table
-from topolip.models import build_model, collect_activations
-from topolip.spec import PARAMETERS, TopoLipSpec, check_n_points
+from topolip.experiments.measure import measure_model, model_images, seed_batch
+from topolip.nets.models import build_model, collect_activations
+from topolip.topology.distances import diagram_distance
+from topolip.topology.metric import LayerDiagrams, layer_diagrams, topolip_table
+from topolip.topology.spec import PARAMETERS, TopoLipSpec, check_n_points
 
 PROFILE = {"degrees": [0, 1], "p": 1, "q": math.inf, "n_perm": None,
            "persistence_backend": "ripser", "n_points": 100, "seeds": [0, 1]}

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
-from topolip.stats import (
+from topolip.evidence.stats import (
     adjusted_coverage,
     decide,
     granulated_tau,

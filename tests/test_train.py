@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from topolip.data import load_mnist
-from topolip.train import ModelSpec, TrainConfig, accuracy, checkpoint_path, fit, load_trained
+from topolip.nets.data import load_mnist
+from topolip.nets.train import ModelSpec, TrainConfig, accuracy, checkpoint_path, fit, load_trained
 
 SPEC = ModelSpec("resnet", {"width": 4})
 CONFIG = TrainConfig(epochs=3, batch_size=32, lr=3e-3, seed=1)
@@ -86,7 +86,7 @@ def test_foreign_or_bad_checkpoint_and_config_errors(tmp_path, data):
 # --- issue 13: channels_last, threads, evaluation batch size ------------------------------------
 
 def test_channels_last_training_matches_contiguous_up_to_rounding():
-    from topolip.train import _uses_channels_last, prefers_channels_last
+    from topolip.nets.train import _uses_channels_last, prefers_channels_last
 
     data = load_mnist(n_train=128, n_test=64, seed=0)
     spec = ModelSpec("conv_stack", {"num_layers": 3, "channels": 8, "kernel_size": 3})
@@ -118,7 +118,7 @@ def test_channels_last_training_matches_contiguous_up_to_rounding():
 
 
 def test_configure_threads_sets_and_restores():
-    from topolip.train import configure_threads
+    from topolip.nets.train import configure_threads
 
     default = torch.get_num_threads()
     try:
@@ -134,7 +134,7 @@ def test_configure_threads_sets_and_restores():
 def test_history_records_the_threads_each_epoch_ran_with(tmp_path, data):
     """Threads change the weights at float32 rounding, so each epoch records them, and a
     resumed run keeps the threads of the epochs it did not retrain."""
-    from topolip.train import configure_threads
+    from topolip.nets.train import configure_threads
 
     default = torch.get_num_threads()
     ckpt = checkpoint_path(tmp_path, SPEC, CONFIG, data)

@@ -21,9 +21,9 @@ import signal
 import sys
 from pathlib import Path
 
-from .pipeline import ParameterError, build_book, chain, check_parameters, run_chain
-from .pipeline.params import describe_schema, load_params, load_profile
-from .pipeline.runner import NotebookFailed
+from topolip.pipeline import ParameterError, build_book, chain, check_parameters, run_chain
+from topolip.pipeline.params import describe_schema, load_params, load_profile
+from topolip.pipeline.runner import NotebookFailed
 
 __all__ = ["main"]
 
@@ -71,7 +71,7 @@ def _add_figure_command(sub) -> None:
 
 def _figure(args) -> int:
     """Run ``topolip figure``: redraw ``args.fig_id`` from the tables under the results folder."""
-    from .pipeline.figures_io import redraw_figure
+    from topolip.pipeline.figure_registry import redraw_figure
 
     results_dir = args.results_dir
     if results_dir is None:
@@ -103,7 +103,7 @@ def _add_diff_command(sub) -> None:
 
 def _diff(args) -> int:
     """Run ``topolip diff``: print the report; 1 when a verdict changed, else 0."""
-    from .pipeline.diff import diff_results, format_diff
+    from topolip.pipeline.diff import diff_results, format_diff
 
     diff = diff_results(args.before, args.after, rtol=args.rtol)
     for line in format_diff(diff):
@@ -121,7 +121,7 @@ def _add_pdf_command(sub) -> None:
 
 
 def _pdf(args) -> int:
-    from .pipeline.pdf import build_pdf
+    from topolip.pipeline.pdf import build_pdf
 
     out = build_pdf(args.html or args.root / "_build" / "html", args.root)
     print(f"[topolip] PDF: {out} ({out.stat().st_size / 1e6:.1f} MB)")

@@ -3,9 +3,11 @@ knows, with its human name and drawing style, declared once.
 
 Torch-free (the standard library only), so that the models registry, the parameter checks,
 the evidence (claims, bound tables), the report helpers and the figures all read the same
-names instead of restating them. The model builders live in :mod:`topolip.models`, the
-attacks and corruptions in :mod:`topolip.attacks` and :mod:`topolip.corruptions`, the sets in
-:mod:`topolip.ood`; the tests check that those modules and this roster name the same things in
+names instead of restating them. The model builders live in :mod:`topolip.nets.models`, the
+attacks and corruptions in :mod:`topolip.perturbations.attacks` and
+:mod:`topolip.perturbations.corruptions`, the sets in
+:mod:`topolip.perturbations.ood_sets`; the tests check that those modules and this roster name the
+same things in
 the same order.
 
 The palette is built from the Okabe–Ito colour-blind-safe set: the attention-based models
@@ -45,7 +47,7 @@ class Arch:
     Attributes
     ----------
     name : str
-        The ``arch`` value of every table and the key of ``topolip.models.ARCHITECTURES``.
+        The ``arch`` value of every table and the key of ``topolip.nets.models.ARCHITECTURES``.
     label : str
         Its human name in tables, text and legends.
     family : str
@@ -77,14 +79,14 @@ class Kind:
     Attributes
     ----------
     name : str
-        The name :func:`topolip.attacks.perturb` takes.
+        The name :func:`topolip.perturbations.attacks.perturb` takes.
     label : str
         Its human name.
     family : str
         ``"adversarial"``, ``"random"`` or ``"corruption"`` (:data:`KIND_FAMILIES`).
     strength : str
         The name of its strength: ``"eps"`` (L∞ budget, pixels of [0, 1]) or ``"severity"``
-        (an integer level of :data:`topolip.corruptions.SEVERITIES`).
+        (an integer level of :data:`topolip.perturbations.corruptions.SEVERITIES`).
     """
 
     name: str
@@ -100,7 +102,7 @@ class OODSet:
     Attributes
     ----------
     name : str
-        The key of ``topolip.ood.OOD_SETS``.
+        The key of ``topolip.perturbations.ood_sets.OOD_SETS``.
     label : str
         Its human name.
     """
@@ -126,9 +128,10 @@ ARCHS: tuple[Arch, ...] = (
     Arch("conv_stack", "convolution stack", "convolution", True, "#E69F00", "s", (4, 2)),
 )
 
-#: The perturbation kinds: the attacks (``topolip.attacks.ATTACKS``, weak to strong, the
+#: The perturbation kinds: the attacks (``topolip.perturbations.attacks.ATTACKS``, weak to strong,
+# the
 #: black-box ``square`` last), the random-sign baseline, the corruptions
-#: (``topolip.corruptions.CORRUPTIONS``).
+#: (``topolip.perturbations.corruptions.CORRUPTIONS``).
 KINDS: tuple[Kind, ...] = (
     Kind("fgsm", "FGSM", "adversarial", "eps"),
     Kind("pgd", "PGD", "adversarial", "eps"),

@@ -34,12 +34,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from .io import atomic_write_text
+from topolip.io import atomic_write_text
 
 __all__ = [
-    "DTYPES", "FLOAT_FORMAT", "SCHEMAS", "Column", "TableSchema", "frame", "read_table",
+    "DTYPES", "FLOAT_FORMAT", "LOCAL", "SCHEMAS", "Column", "TableSchema", "frame", "read_table",
     "require_columns", "schema_for", "write_table",
 ]
+
+#: The ``perturbation`` of ``bounds.csv``'s rows of local bounds at the clean batch (its other
+#: rows name the perturbation whose certified chain they hold).
+LOCAL = "none (local)"
 
 #: How every real number of a table is written (10 significant digits, byte-stable).
 FLOAT_FORMAT = "%.10g"

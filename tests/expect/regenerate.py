@@ -13,11 +13,11 @@ message), from the repository root::
     PYTHONPATH=. python -m tests.expect.regenerate            # every case
     PYTHONPATH=. python -m tests.expect.regenerate rips_diagrams
 
-Files: ``rips_diagrams.json`` (:func:`topolip.diagrams.rips_diagrams` of random clouds whose
+Files: ``rips_diagrams.json`` (:func:`topolip.topology.rips.rips_diagrams` of random clouds whose
 sizes, dimensions, scales and offsets vary, with duplicate rows), ``topolip_table.csv``
-(:func:`topolip.metric.topolip_table` of float64 activation clouds), and
+(:func:`topolip.topology.metric.topolip_table` of float64 activation clouds), and
 ``measure_model_layers.csv`` / ``measure_model_summary.csv``
-(:func:`topolip.experiments.measure_model` of a seeded untrained convolution stack on random
+(:func:`topolip.experiments.measure.measure_model` of a seeded untrained convolution stack on random
 images labelled by its own predictions: per-layer rows, noise floor, accuracies and the
 baseline measures).
 """
@@ -62,7 +62,7 @@ def clouds(seed: int = 1, n: int = 6):
 
 
 def _rips_diagrams() -> dict:
-    from topolip.diagrams import rips_diagrams
+    from topolip.topology.rips import rips_diagrams
 
     out = []
     for x in clouds():
@@ -88,8 +88,8 @@ def _activations(seed: int) -> tuple[dict, dict]:
 
 
 def _topolip_table() -> dict:
-    from topolip.metric import topolip_table
-    from topolip.spec import TopoLipSpec
+    from topolip.topology.metric import topolip_table
+    from topolip.topology.spec import TopoLipSpec
 
     clean, pert = _activations(7)
     tables = [topolip_table(clean, pert, spec).assign(spec=name) for name, spec in
@@ -100,9 +100,9 @@ def _topolip_table() -> dict:
 def _measure_model() -> dict:
     import torch
 
-    from topolip.experiments import measure_model
-    from topolip.models import build_model
-    from topolip.spec import TopoLipSpec
+    from topolip.experiments.measure import measure_model
+    from topolip.nets.models import build_model
+    from topolip.topology.spec import TopoLipSpec
 
     torch.manual_seed(0)
     model = build_model("conv_stack", num_layers=2, channels=4).eval()

@@ -9,7 +9,7 @@ Public entry points:
 - :func:`lipschitz_estimate` ``(module, inputs) -> float``: the empirical local constant, a
   lower bound (power iteration on ``JᵀJ`` with ``torch.func``);
 - :func:`layer_bounds` ``(model, x[, x_tilde]) -> DataFrame``: both, per probe point of a model
-  built by :func:`topolip.models.build_model`, with the chained product and the certified
+  built by :func:`topolip.nets.models.build_model`, with the chained product and the certified
   displacement chain ``ε_ℓ ≤ Lip(f_ℓ) ε_{ℓ−1}``.
 
 The formulas, derivations and sources are in the docstrings of the per-concept modules
@@ -17,32 +17,37 @@ The formulas, derivations and sources are in the docstrings of the per-concept m
 the theory notebook ``notebooks/00_theory.py``.
 """
 
-from .activations import (
+from topolip.bounds.activations import (
     GELU_LIPSCHITZ,
     GELU_TANH_LIPSCHITZ,
     SILU_LIPSCHITZ,
     activation_lipschitz,
 )
-from .attention import (
+from topolip.bounds.attention import (
     L2SelfAttention,
     dot_product_attention_lipschitz,
     l2_attention_lipschitz,
     mha_lipschitz,
     mha_weights,
 )
-from .blocks import Residual
-from .conv import ConvNormBounds, conv2d_cheap_bound, conv2d_lipschitz, conv2d_norm_bounds
-from .dispatch import DECLARED_KINDS, lipschitz_bound, supported_types
-from .estimate import as_function, lipschitz_estimate
-from .norms import (
+from topolip.bounds.blocks import Residual
+from topolip.bounds.conv import (
+    ConvNormBounds,
+    conv2d_cheap_bound,
+    conv2d_lipschitz,
+    conv2d_norm_bounds,
+)
+from topolip.bounds.dispatch import DECLARED_KINDS, lipschitz_bound, supported_types
+from topolip.bounds.estimate import as_function, lipschitz_estimate
+from topolip.bounds.norms import (
     batchnorm_lipschitz,
     batchnorm_scale,
     layernorm_lipschitz,
     layernorm_output_radius,
 )
-from .pooling import avgpool_lipschitz, maxpool_lipschitz
-from .segments import BoundViolation, layer_bounds, model_segments
-from .theory import attention_scaling, bound_check, conv_scaling, random_layers
+from topolip.bounds.pooling import avgpool_lipschitz, maxpool_lipschitz
+from topolip.bounds.segments import BoundViolation, layer_bounds, model_segments
+from topolip.bounds.theory import attention_scaling, bound_check, conv_scaling, random_layers
 
 __all__ = [
     "BoundViolation",

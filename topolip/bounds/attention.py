@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from scipy.special import lambertw
 from torch import nn
 
-from ._checks import spectral_norm
+from topolip.bounds._checks import spectral_norm
 
 __all__ = [
     "dot_product_attention_lipschitz",

@@ -1,6 +1,6 @@
 """A small module that gives a bound something to apply to: a generic residual block.
 
-(The ViT embedding segment, formerly here, is :class:`topolip.models.ViTEmbedding`: how a model
+(The ViT embedding segment, formerly here, is :class:`topolip.nets.models.ViTEmbedding`: how a model
 embeds its input is the model's to declare.)
 """
 

@@ -30,7 +30,7 @@ import scipy.sparse.linalg
 import torch
 from torch import nn
 
-from ._checks import SVD_SAFETY, UNIT_ROUNDOFF, spectral_norm
+from topolip.bounds._checks import SVD_SAFETY, UNIT_ROUNDOFF, spectral_norm
 
 __all__ = ["ConvNormBounds", "conv2d_norm_bounds", "conv2d_lipschitz", "conv2d_cheap_bound"]
 

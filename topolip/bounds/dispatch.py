@@ -18,8 +18,7 @@ from torch import nn
 from torchvision.models.resnet import BasicBlock, Bottleneck
 from torchvision.models.vision_transformer import EncoderBlock
 
-from ..tensors import eval_mode
-from ._checks import (
+from topolip.bounds._checks import (
     as_batch,
     check_finite_state,
     check_margin,
@@ -27,18 +26,19 @@ from ._checks import (
     shape_error,
     spectral_norm,
 )
-from .activations import ELEMENTWISE_TYPES, activation_lipschitz
-from .attention import L2SelfAttention, l2_attention_lipschitz, mha_lipschitz
-from .blocks import Residual
-from .conv import conv2d_lipschitz
-from .estimate import as_function
-from .norms import (
+from topolip.bounds.activations import ELEMENTWISE_TYPES, activation_lipschitz
+from topolip.bounds.attention import L2SelfAttention, l2_attention_lipschitz, mha_lipschitz
+from topolip.bounds.blocks import Residual
+from topolip.bounds.conv import conv2d_lipschitz
+from topolip.bounds.estimate import as_function
+from topolip.bounds.norms import (
     batchnorm_lipschitz,
     batchnorm_scale,
     layernorm_lipschitz,
     layernorm_output_radius,
 )
-from .pooling import avgpool_lipschitz, maxpool_lipschitz
+from topolip.bounds.pooling import avgpool_lipschitz, maxpool_lipschitz
+from topolip.tensors import eval_mode
 
 __all__ = ["DECLARED_KINDS", "lipschitz_bound", "supported_types"]
 
@@ -274,7 +274,7 @@ def lipschitz_bound(module: nn.Module, inputs, *, margin: float = 0.0) -> float:
         ``MLP``/``MLPBlock``), :class:`Residual`, torchvision ``BasicBlock``/``Bottleneck`` and
         ``EncoderBlock``; and any module that declares its structure: a method
         ``lipschitz_parts()`` returning the modules it composes, in order, up to isometries and
-        constant shifts (e.g. :class:`topolip.models.ViTEmbedding`), or a class attribute
+        constant shifts (e.g. :class:`topolip.nets.models.ViTEmbedding`), or a class attribute
         ``lipschitz_kind`` naming one of :data:`DECLARED_KINDS` (``"token_mean"``). Evaluated
         in eval mode (the module's modes are restored afterwards).
     inputs : torch.Tensor or ndarray of shape (m, ...)

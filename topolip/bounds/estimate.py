@@ -10,7 +10,7 @@ import torch.func
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from ._checks import as_batch
+from topolip.bounds._checks import as_batch
 
 __all__ = ["lipschitz_estimate", "as_function"]
 
@@ -100,7 +100,7 @@ def lipschitz_estimate(
     >>> round(lipschitz_estimate(lin, torch.randn(5, 3)), 6)
     4.0
     """
-    from ._checks import check_finite_state
+    from topolip.bounds._checks import check_finite_state
 
     check_finite_state(module)
     x = as_batch(inputs)

@@ -7,7 +7,7 @@ import math
 import torch
 from torch import nn
 
-from ._checks import UNIT_ROUNDOFF, check_margin, shape_error
+from topolip.bounds._checks import UNIT_ROUNDOFF, check_margin, shape_error
 
 __all__ = [
     "batchnorm_scale", "batchnorm_lipschitz", "layernorm_lipschitz", "layernorm_output_radius",

@@ -7,7 +7,7 @@ import math
 import torch
 from torch import nn
 
-from ._checks import spectral_norm
+from topolip.bounds._checks import spectral_norm
 
 __all__ = ["avgpool_lipschitz", "maxpool_lipschitz"]
 

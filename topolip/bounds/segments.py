@@ -1,6 +1,6 @@
 r"""Bounds applied to the models the project builds: one segment per probe point.
 
-A model built by :func:`topolip.models.build_model` carries ``probe_points``; the map from one
+A model built by :func:`topolip.nets.models.build_model` carries ``probe_points``; the map from one
 probe point's activation to the next one's is a *segment* ``f_ℓ``, so that
 ``h_ℓ = f_ℓ ∘ … ∘ f_1`` (book/method.md). :func:`model_segments` cuts a model into these
 segments (as modules sharing the model's weights) and :func:`layer_bounds` gives, per segment,
@@ -17,10 +17,10 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ..tensors import eval_mode
-from ._checks import as_batch, module_device_dtype
-from .dispatch import lipschitz_bound
-from .estimate import lipschitz_estimate
+from topolip.bounds._checks import as_batch, module_device_dtype
+from topolip.bounds.dispatch import lipschitz_bound
+from topolip.bounds.estimate import lipschitz_estimate
+from topolip.tensors import eval_mode
 
 __all__ = ["model_segments", "layer_bounds", "BoundViolation"]
 
@@ -35,7 +35,7 @@ def _units(model: nn.Module) -> list[tuple[str, nn.Module]]:
     if not callable(declare):
         raise ValueError(
             f"no segment decomposition for {type(model).__name__}: it declares no "
-            "forward_units() (the models built by topolip.models.build_model do: ViT, ResNet "
+            "forward_units() (the models built by topolip.nets.models.build_model do: ViT, ResNet "
             "and the plain stacks)"
         )
     return list(declare())
@@ -47,7 +47,7 @@ def model_segments(model: nn.Module) -> OrderedDict[str, nn.Module]:
     Parameters
     ----------
     model : torch.nn.Module
-        Built by :func:`topolip.models.build_model` (``"vit"``, ``"resnet"``, and the plain
+        Built by :func:`topolip.nets.models.build_model` (``"vit"``, ``"resnet"``, and the plain
         stacks ``"attention_stack"``/``"conv_stack"``): any model with ``probe_points`` and a
         method ``forward_units()`` returning its forward pass as ordered ``(submodule path,
         module)`` pairs, every probe path among them.
@@ -58,7 +58,7 @@ def model_segments(model: nn.Module) -> OrderedDict[str, nn.Module]:
         ``{label: segment}`` for every probe label after ``"input"``; a segment is the module
         itself when one module lies between the probes, else an ``nn.Sequential`` of the modules
         in forward order (sharing the model's weights). Chaining them reproduces the probes'
-        activations. The ViT embedding segment is a :class:`topolip.models.ViTEmbedding`.
+        activations. The ViT embedding segment is a :class:`topolip.nets.models.ViTEmbedding`.
 
     Raises
     ------
@@ -68,7 +68,7 @@ def model_segments(model: nn.Module) -> OrderedDict[str, nn.Module]:
 
     Examples
     --------
-    >>> from topolip.models import build_model
+    >>> from topolip.nets.models import build_model
     >>> segs = model_segments(build_model("resnet", width=4))
     >>> {k: type(v).__name__ for k, v in segs.items()}
     {'stem': 'Sequential', 'block1': 'BasicBlock', 'block2': 'BasicBlock', 'block3': 'BasicBlock',
@@ -77,7 +77,7 @@ def model_segments(model: nn.Module) -> OrderedDict[str, nn.Module]:
     points = getattr(model, "probe_points", None)
     if not points:
         raise ValueError(f"{type(model).__name__} has no probe_points; build it with "
-                         "topolip.models.build_model")
+                         "topolip.nets.models.build_model")
     units = _units(model)
     paths = [p for p, _ in units]
     segments: OrderedDict[str, nn.Module] = OrderedDict()
@@ -127,7 +127,7 @@ def layer_bounds(
     Parameters
     ----------
     model : torch.nn.Module
-        Built by :func:`topolip.models.build_model`; evaluated in eval mode (restored after).
+        Built by :func:`topolip.nets.models.build_model`; evaluated in eval mode (restored after).
     x : torch.Tensor of shape (m, C, H, W)
         Clean images, pixels in [0, 1]; their activations are each segment's observed inputs.
     x_tilde : torch.Tensor of shape (m, C, H, W), optional
@@ -186,7 +186,7 @@ def layer_bounds(
 
     Examples
     --------
-    >>> from topolip.models import build_model
+    >>> from topolip.nets.models import build_model
     >>> _ = torch.manual_seed(0)
     >>> model = build_model("resnet", width=2)
     >>> x = torch.rand(3, 1, 28, 28)

@@ -22,11 +22,11 @@ from torch import nn
 from torchvision.models.resnet import BasicBlock
 from torchvision.models.vision_transformer import EncoderBlock, MLPBlock
 
-from .attention import L2SelfAttention, mha_lipschitz
-from .conv import conv2d_norm_bounds
-from .dispatch import lipschitz_bound
-from .estimate import lipschitz_estimate
-from .segments import BoundViolation
+from topolip.bounds.attention import L2SelfAttention, mha_lipschitz
+from topolip.bounds.conv import conv2d_norm_bounds
+from topolip.bounds.dispatch import lipschitz_bound
+from topolip.bounds.estimate import lipschitz_estimate
+from topolip.bounds.segments import BoundViolation
 
 __all__ = ["attention_scaling", "bound_check", "conv_scaling", "random_layers"]
 

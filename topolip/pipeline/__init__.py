@@ -3,7 +3,7 @@ of tables, and the book build. Science modules never import this package."""
 
 from __future__ import annotations
 
-from .book import (
+from topolip.pipeline.book import (
     SOURCES,
     build_book,
     figure_bibtex,
@@ -17,8 +17,8 @@ from .book import (
     tidy_page,
     toc_documents,
 )
-from .diff import ResultsDiff, VerdictChange, diff_results, format_diff
-from .figures_io import (
+from topolip.pipeline.diff import ResultsDiff, VerdictChange, diff_results, format_diff
+from topolip.pipeline.figure_registry import (
     FIGURES,
     FigureSpec,
     figure_provenance_text,
@@ -27,7 +27,7 @@ from .figures_io import (
     redraw_figure,
     register_figure,
 )
-from .params import (
+from topolip.pipeline.params import (
     SCHEMA,
     Param,
     ParameterError,
@@ -41,9 +41,9 @@ from .params import (
     schema_defaults,
     validate_params,
 )
-from .pdf import build_pdf, pdf_name, print_page
-from .provenance import library_fingerprint, provenance, read_table, write_table
-from .runner import (
+from topolip.pipeline.pdf import build_pdf, pdf_name, print_page
+from topolip.pipeline.provenance import library_fingerprint, provenance, read_table, write_table
+from topolip.pipeline.runner import (
     ChainInterrupted,
     DependencyError,
     NotebookDeps,

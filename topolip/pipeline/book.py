@@ -483,7 +483,7 @@ def _citation_meta(app, pagename, templatename, context, doctree):  # noqa: ARG0
     book = str(config.html_title or config.project)
     title = _html.unescape(re.sub(r"<[^>]+>", "", str(context.get("title") or book))).strip()
     stamp = int(os.environ.get("SOURCE_DATE_EPOCH", time.time()))
-    from .pdf import pdf_name
+    from topolip.pipeline.pdf import pdf_name
 
     tags = {"citation_title": title if pagename == config.root_doc else f"{title}. In: {book}",
             "citation_author": config.author,

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from .. import roster
+from topolip import roster
 
 __all__ = [
     "SCHEMA", "Param", "ParameterError", "apply_overrides", "declared_parameters",
@@ -427,7 +427,7 @@ class _Scheduler:
     allowed = "local, serial or a scheduler address such as tcp://host:8786"
 
     def __call__(self, v):
-        from ..tasks import check_scheduler
+        from topolip.tasks.cluster import check_scheduler
 
         try:
             return check_scheduler(v)
@@ -452,7 +452,8 @@ def _ood_sets() -> tuple[str, ...]:
 
 
 _EPS = _Float(0.0, 1.0)            # L-inf budget in pixels of [0, 1]
-_SEVERITY = _Int(0, 5)             # corruption severity (topolip.corruptions.MAX_SEVERITY)
+# corruption severity (topolip.perturbations.corruptions.MAX_SEVERITY)
+_SEVERITY = _Int(0, 5)
 
 
 class _Strengths:
@@ -462,7 +463,8 @@ class _Strengths:
         self.min_len, self.max_len = min_len, max_len
         n = (f"exactly {min_len}" if max_len == min_len else f"at least {min_len}")
         self.allowed = (f"a mapping of {n} kind: strength, an attack (fgsm, pgd) with an eps "
-                        f"{_EPS.allowed}, or a corruption (topolip.corruptions.CORRUPTIONS) "
+                        f"{_EPS.allowed}, or a corruption "
+                        f"(topolip.perturbations.corruptions.CORRUPTIONS) "
                         f"with a severity {_SEVERITY.allowed}")
 
     def __call__(self, v):
@@ -566,8 +568,8 @@ SCHEMA: dict[str, Param] = {p.name: p for p in (
     _P("split_seed", _Int(0), "seed of the train/test draw"),
     # models
     _P("archs", _List(_OneOf(names=_archs)), "architectures trained and compared"),
-    _P("vit", _VIT, "parameters of the small ViT (topolip.models.vit)"),
-    _P("resnet", _RESNET, "parameters of the small ResNet (topolip.models.resnet)"),
+    _P("vit", _VIT, "parameters of the small ViT (topolip.nets.models.vit)"),
+    _P("resnet", _RESNET, "parameters of the small ResNet (topolip.nets.models.resnet)"),
     _P("attention_stack", _ATT_STACK, "parameters of the plain attention stack"),
     _P("conv_stack", _CONV_STACK, "parameters of the plain convolution stack"),
     # training

@@ -34,7 +34,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from .book import repository_url, site_url, toc_documents
+from topolip.pipeline.book import repository_url, site_url, toc_documents
 
 __all__ = ["build_pdf", "pdf_name", "print_page"]
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pandas as pd
 
-from .. import schema as _schema
-from ..io import atomic_write_json
-from ..schema import TableSchema
-from ._helpers import git, json_safe
+from topolip import schema as _schema
+from topolip.io import atomic_write_json
+from topolip.pipeline._helpers import git, json_safe
+from topolip.schema import TableSchema
 
 __all__ = ["library_fingerprint", "provenance", "read_table", "write_table"]
 

@@ -48,14 +48,14 @@ from typing import Any
 import jupytext
 import nbformat
 
-from ..io import atomic_write_text, remove_temporaries
-from .params import (
+from topolip.io import atomic_write_text, remove_temporaries
+from topolip.pipeline.params import (
     EXECUTION_PARAMETERS,
     ParameterError,
     declared_parameters,
     validate_params,
 )
-from .provenance import library_fingerprint, provenance
+from topolip.pipeline.provenance import library_fingerprint, provenance
 
 __all__ = ["ChainInterrupted", "DependencyError", "NotebookDeps", "NotebookFailed",
            "NotebookRun", "OutputsMissing", "ResultsInUse", "chain", "check_parameters",
@@ -580,7 +580,7 @@ class _RunLock:
 
     @staticmethod
     def _open(folder: Path) -> int | None:
-        from ..io import current_umask
+        from topolip.io import current_umask
 
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -662,7 +662,7 @@ class _SharedCluster:
 
     def address(self) -> str:
         if self._cluster is None:
-            from ..tasks import local_cluster
+            from topolip.tasks.cluster import local_cluster
 
             t0 = time.perf_counter()
             self._cluster = local_cluster(self.n_workers, cwd=self.root)  # where notebooks run
@@ -674,7 +674,7 @@ class _SharedCluster:
     def check(self, address: str) -> None:
         """Raise RuntimeError naming ``address`` if it does not answer within the timeout."""
         if address not in self._reached:
-            from ..tasks import probe_scheduler
+            from topolip.tasks.cluster import probe_scheduler
 
             probe_scheduler(address, self.timeout)
             self._reached.add(address)

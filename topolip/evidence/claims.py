@@ -1,0 +1,1165 @@
+"""The paper's claims, checked against our tables: one primary comparison per claim, the rest
+secondary under Holm's correction, paired by seed.
+
+``data/claims.yml`` lists each claim in our own words, where it comes from, the name of a check
+in :data:`CHECKS`, the check's options, and the claim's **primary** comparison
+(``primary: {comparison: "vit vs resnet", group: pgd}``). A check reads the tidy tables of a
+run and returns one :class:`Verdict` per comparison (a pair of architectures under one
+perturbation or data set, a difference between two attack strengths, or a rank association).
+
+The rule (the verdicts chapter repeats it): the primary comparison of a claim is tested alone
+at ``alpha``; the claim's other comparisons are secondary, one Holm family per claim. A
+comparison is *supported* or *contradicted* only when its p-value (the primary's own, a
+secondary's Holm-adjusted one) is below ``alpha``, with at least
+:data:`topolip.evidence.stats.MIN_SEEDS`
+seed pairs; otherwise it is *inconclusive* (or *not enough seeds*). Architectures are compared
+by a paired t on the per-seed differences (:func:`topolip.evidence.stats.paired_t`), on the log
+scale
+for TopoLip (the effect is then a ratio), raw for accuracy drops and AUROCs; a TopoLip pair is
+dropped when either model's input displacement lies within the noise floor
+(``end_to_end_flag``), and the row says how many were. The interval of a row is the one its
+decision uses (:func:`topolip.evidence.stats.adjusted_coverage`). The verdicts are computed, never
+written by hand, so the book says what the run shows; :func:`claim_findings` turns them into the
+sentences of the verdicts chapter.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from topolip import roster
+from topolip.evidence import stats
+from topolip.roster import label
+from topolip.schema import require_columns
+
+__all__ = [
+    "CHECKS", "FAMILY_PAIRS", "LADDER", "Claim", "Verdict", "evaluate", "family_below_counts",
+    "family_comparisons", "families", "claim_findings", "load_claims", "most_robust_vs_smoothest",
+    "smoothness_table", "verdict_counts", "with_options",
+]
+
+#: (attention-based, convolution-based) architectures compared with each other.
+FAMILY_PAIRS: tuple[tuple[str, str], ...] = roster.family_pairs()
+
+#: The attack ladder of ``robustness.csv``, weak to strong.
+LADDER: tuple[str, ...] = roster.LADDER
+
+#: The noise-floor flag of ``topolip_summary.csv`` (empty when the ratio can be trusted).
+FLAG_COLUMN = "end_to_end_flag"
+
+_KEYS = ("id", "statement", "source", "check")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim: ``id``, ``statement`` (our paraphrase), ``source``, ``check`` (a key of
+    :data:`CHECKS`), the check's keyword ``options`` and the ``primary`` comparison
+    (``{"comparison": "vit vs resnet", "group": "pgd"}``; empty for the envelope check)."""
+
+    id: str
+    statement: str
+    source: str
+    check: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    primary: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of one check on one comparison.
+
+    ``role`` is ``primary`` (tested alone at ``alpha``), ``secondary`` (Holm within
+    ``family``), ``context`` (reported, in no family: the architecture-level association) or
+    ``check`` (the envelope theorem). ``scale`` is ``log`` (TopoLip: ``effect``, ``low``,
+    ``high`` are a mean log ratio and its interval, ``ratio*`` their exponentials) or ``raw``.
+    ``attention``/``convolution`` are the two sides' means over the pairs used (geometric means
+    on the log scale; NaN for an association). ``coverage`` is the interval's coverage (the one
+    the decision uses), ``pvalue`` the raw and ``p_adjusted`` the deciding p-value, ``se`` and
+    ``sd`` the standard error and the sd of the per-seed differences, ``df`` the degrees of
+    freedom, ``n_pairs`` the seed pairs used, ``n_excluded`` those dropped for the noise floor,
+    ``n_seeds`` as ``"a/b"`` (seeds per side), ``n_images`` the images per seed, ``mc_se`` the
+    Monte-Carlo standard error of a permutation p-value, ``flag`` a warning (gradient masking,
+    a verdict that changes with attack strength)."""
+
+    claim: str
+    comparison: str
+    verdict: str
+    group: str = ""
+    measure: str = ""
+    role: str = "secondary"
+    family: str = ""
+    scale: str = "raw"
+    attention: float = math.nan
+    convolution: float = math.nan
+    effect: float = math.nan
+    low: float = math.nan
+    high: float = math.nan
+    coverage: float = math.nan
+    ratio: float = math.nan
+    ratio_low: float = math.nan
+    ratio_high: float = math.nan
+    pvalue: float = math.nan
+    p_adjusted: float = math.nan
+    se: float = math.nan
+    sd: float = math.nan
+    df: float = math.nan
+    n_pairs: int = 0
+    n_excluded: int = 0
+    n_seeds: str = ""
+    n_images: float = math.nan
+    mc_se: float = math.nan
+    flag: str = ""
+    detail: str = ""
+
+
+def load_claims(path: str | Path) -> list[Claim]:
+    """Read the claims registry (a YAML list).
+
+    Each entry has ``id``, ``statement``, ``source``, ``check``, ``primary`` (a mapping with
+    ``comparison`` and ``group``; not for ``envelope_holds``) and the check's options.
+
+    Raises
+    ------
+    ValueError
+        If an entry lacks a key, an id repeats, a check is not in :data:`CHECKS`, or a
+        comparison check names no primary.
+    """
+    entries = yaml.safe_load(Path(path).read_text())
+    if not isinstance(entries, list):
+        raise ValueError(f"{path}: the claims registry must be a YAML list")
+    claims, seen = [], set()
+    for i, entry in enumerate(entries):
+        missing = [k for k in _KEYS if k not in entry]
+        if missing:
+            raise ValueError(f"{path}: claim #{i + 1} lacks {missing}")
+        if entry["id"] in seen:
+            raise ValueError(f"{path}: claim id {entry['id']!r} repeats")
+        if entry["check"] not in CHECKS:
+            raise ValueError(f"{path}: claim {entry['id']!r} names unknown check "
+                             f"{entry['check']!r}; known: {sorted(CHECKS)}")
+        primary = entry.get("primary") or {}
+        if entry["check"] != "envelope_holds" and not (
+                isinstance(primary, Mapping) and {"comparison", "group"} <= set(primary)):
+            raise ValueError(f"{path}: claim {entry['id']!r} needs a primary: {{comparison: "
+                             f"..., group: ...}}, got {primary!r}")
+        seen.add(entry["id"])
+        options = {k: v for k, v in entry.items() if k not in (*_KEYS, "primary")}
+        claims.append(Claim(entry["id"], " ".join(entry["statement"].split()), entry["source"],
+                            entry["check"], options,
+                            {k: str(v) for k, v in dict(primary).items()}))
+    return claims
+
+
+def with_options(claims: list[Claim], **options: Any) -> list[Claim]:
+    """The claims with ``options`` added to (or replacing) each one's check options.
+
+    Parameters
+    ----------
+    claims : list of Claim
+        E.g. :func:`load_claims`'s.
+    **options
+        Keyword options of the checks (``alpha=0.01``).
+
+    Returns
+    -------
+    list of Claim
+        New claims; ``claims`` is left unchanged.
+
+    Examples
+    --------
+    >>> c = Claim("a", "A is smaller.", "paper", "lower_topolip", {"measure": "m"})
+    >>> with_options([c], alpha=0.01)[0].options
+    {'measure': 'm', 'alpha': 0.01}
+    """
+    return [replace(c, options={**c.options, **options}) for c in claims]
+
+
+def verdict_counts(verdicts: pd.DataFrame, claim: str, *, comparison: str | None = None,
+                   by_count: bool = False) -> str:
+    """How many comparisons of ``claim`` got each verdict, as text (``"2 supported, 1
+    undecided"``).
+
+    Parameters
+    ----------
+    verdicts : pandas.DataFrame
+        :func:`evaluate`'s table (``claim``, ``comparison``, ``verdict``).
+    claim : str
+        A claim id.
+    comparison : str, optional
+        Only this comparison (``"vit vs resnet"``).
+    by_count : bool, default=False
+        Order the verdicts by decreasing count (else alphabetically).
+
+    Returns
+    -------
+    str
+        ``"n verdict"`` joined by commas, or ``"no comparison"`` when no row matches.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing.
+
+    Examples
+    --------
+    >>> v = pd.DataFrame({"claim": ["a", "a", "a"], "comparison": ["x", "x", "y"],
+    ...                   "verdict": ["undecided", "supported", "supported"]})
+    >>> verdict_counts(v, "a"), verdict_counts(v, "a", comparison="y"), verdict_counts(v, "b")
+    ('2 supported, 1 undecided', '1 supported', 'no comparison')
+    """
+    require_columns(verdicts, ["claim", "comparison", "verdict"], "verdicts")
+    rows = verdicts[verdicts["claim"] == claim]
+    if comparison is not None:
+        rows = rows[rows["comparison"] == comparison]
+    counts = rows["verdict"].value_counts() if by_count else rows["verdict"].value_counts(
+        sort=False).sort_index()
+    return ", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no comparison"
+
+
+def family_below_counts(summary: pd.DataFrame, measure: str = "end_to_end_scale_free", *,
+                        group_col: str = "perturbation") -> dict[tuple[str, str], str]:
+    """In how many groups each attention model's seed mean is below its convolution partner's.
+
+    A descriptive count for the narrative (no interval, no test: :func:`family_comparisons`
+    decides); only the architectures measured in every group are compared.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        One row per model and group (``arch``, ``group_col``, ``measure``), e.g.
+        ``tables/topolip_summary.csv``.
+    measure : str, default="end_to_end_scale_free"
+        The column compared.
+    group_col : str, default="perturbation"
+        The column of the groups.
+
+    Returns
+    -------
+    dict of (str, str) to str
+        For each pair of :data:`FAMILY_PAIRS`: ``"k of n"`` (``k`` groups of ``n`` where the
+        attention model is lower), or ``"none"`` when either model is missing from a group.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"arch": ["vit", "resnet"] * 2, "perturbation": ["a", "a", "b", "b"],
+    ...                   "end_to_end_scale_free": [1.0, 2.0, 3.0, 2.0]})
+    >>> family_below_counts(t)
+    {('vit', 'resnet'): '1 of 2', ('attention_stack', 'conv_stack'): 'none'}
+    """
+    require_columns(summary, ["arch", group_col, measure], "summary")
+    means = summary.groupby([group_col, "arch"])[measure].mean().unstack()
+    both = means.dropna(axis=1)
+    out = {}
+    for attention, convolution in FAMILY_PAIRS:
+        if {attention, convolution} <= set(both.columns):
+            below = int((both[attention] < both[convolution]).sum())
+            out[(attention, convolution)] = f"{below} of {len(both)}"
+        else:
+            out[(attention, convolution)] = "none"
+    return out
+
+
+def _tables(tables: Mapping[str, pd.DataFrame], name: str) -> pd.DataFrame:
+    if name not in tables:
+        raise ValueError(f"the check needs table {name!r}; available: {sorted(tables)}")
+    return tables[name]
+
+
+def _by_seed(points: pd.DataFrame, value: str, group_col: str) -> pd.DataFrame:
+    """``points[value]`` as a (group, seed) × arch table (NaN where missing)."""
+    return points.groupby([group_col, "seed", "arch"], sort=False)[value].first().unstack("arch")
+
+
+def _mean(v: np.ndarray, scale: str) -> float:
+    """Mean of a side (geometric on the log scale); NaN when empty."""
+    if not len(v):
+        return math.nan
+    return float(np.exp(np.log(v).mean())) if scale == "log" else float(v.mean())
+
+
+def _comparison_rows(points: pd.DataFrame, measure: str, *, group_col: str, scale: str,
+                     flag_column: str | None = None, n_images_col: str | None = "n_images",
+                     resamples: pd.DataFrame | None = None,
+                     only: tuple[str, str] | None = None, main: bool = True) -> list[dict]:
+    """One row per family pair and group (or only the ``(comparison, group)`` of ``only``):
+    the paired test of attention against convolution over the seeds present on both sides."""
+    require_columns(points, ["arch", "seed", group_col, measure], "points")
+    p = points.assign(**{measure: points[measure].astype(float)})
+    has_flag = bool(flag_column) and flag_column in p.columns
+    p = p.assign(_flag=(p[flag_column].fillna("").astype(str) != "") if has_flag else False)
+    values = _by_seed(p, measure, group_col)
+    flags = _by_seed(p, "_flag", group_col).reindex_like(values).fillna(False).astype(bool)
+    images = (_by_seed(p, n_images_col, group_col).reindex_like(values)
+              if n_images_col and n_images_col in p else None)
+    sd_res = None
+    if resamples is not None and len(resamples):
+        r = resamples[resamples["measure"] == measure]
+        if len(r):
+            w = r.groupby(["group", "seed", "resample", "arch"])["value"].first().unstack("arch")
+            sd_res = (w, w.groupby(level=["group", "seed"]).size().max())
+    groups = values.index.get_level_values(0)
+    arch_col = {a: i for i, a in enumerate(values.columns)}
+    vals, flg = values.to_numpy(dtype=float), flags.to_numpy(dtype=bool)
+    seeds = values.index.get_level_values(1).to_numpy()
+    rows = []
+    for att, conv in FAMILY_PAIRS:
+        if att not in arch_col or conv not in arch_col:
+            continue
+        ia, ic = arch_col[att], arch_col[conv]
+        comparison = f"{att} vs {conv}"
+        for group in pd.unique(p[group_col]):
+            if only is not None and (comparison, str(group)) != only:
+                continue
+            sel = np.flatnonzero(groups == group)
+            a, b = vals[sel, ia], vals[sel, ic]
+            fa, fb = np.isfinite(a), np.isfinite(b)
+            if not fa.any() or not fb.any():
+                continue
+            both = fa & fb
+            flagged = both & (flg[sel, ia] | flg[sel, ic])
+            use = both & ~flagged
+            nonpos = use & ((a <= 0) | (b <= 0)) if scale == "log" else np.zeros_like(use)
+            use &= ~nonpos
+            image_se, res_note = 0.0, ""
+            if sd_res is not None and {att, conv} <= set(sd_res[0].columns):
+                w, n_res = sd_res
+                d = (w[att] - w[conv])
+                sds = d.groupby(level=["group", "seed"]).std(ddof=1)
+                keys = [(group, s) for s in seeds[sel][use]]
+                sds = sds.reindex(keys)
+                if sds.notna().any():
+                    image_se = float(sds.mean())
+                    res_note = (f"; + image level (the same images for every seed): se "
+                                f"{image_se:.3g} from {n_res} image resamples")
+            test = stats.paired_t(a[use], b[use], log=scale == "log", image_se=image_se)
+            n_img = math.nan
+            if images is not None:
+                n_img = float(np.nanmin(images.to_numpy(dtype=float)[sel][:, [ia, ic]]))
+            notes = [f"paired t on {'log ' if scale == 'log' else ''}{measure}, "
+                     f"{test.n_pairs} seed pairs (df {test.n_pairs - 1})" + res_note]
+            if int(flagged.sum()):
+                notes.append(f"{int(flagged.sum())} pairs dropped: input displacement within "
+                             "the noise floor")
+            if int(nonpos.sum()):
+                notes.append(f"{int(nonpos.sum())} pairs dropped: a non-positive value")
+            rows.append(dict(comparison=comparison, group=str(group), measure=measure,
+                             scale=scale, test=test, attention=_mean(a[use], scale),
+                             convolution=_mean(b[use], scale),
+                             n_excluded=int(flagged.sum()),
+                             n_seeds=f"{int(fa.sum())}/{int(fb.sum())}",
+                             n_images=n_img, notes=notes, main=main, flag=""))
+    return rows
+
+
+def _exp(v: float) -> float:
+    return math.exp(v) if math.isfinite(v) else math.nan
+
+
+def _finish(rows: list[dict], claim: str, primary: Mapping[str, str], *, alpha: float,
+            claimed_sign: int) -> list[Verdict]:
+    """Roles, Holm over the secondaries, the decision intervals and verdicts."""
+    key = (primary.get("comparison"), primary.get("group"))
+    is_primary = [r["main"] and (r["comparison"], r["group"]) == key for r in rows]
+    secondary = [i for i, f in enumerate(is_primary) if not f]
+    adjusted = dict(zip(secondary, stats.holm([rows[i]["test"].pvalue for i in secondary]),
+                        strict=True))
+    out = []
+    for i, r in enumerate(rows):
+        t: stats.PairedTest = r["test"]
+        p_adj = t.pvalue if is_primary[i] else float(adjusted[i])
+        coverage = stats.adjusted_coverage(t.pvalue, p_adj, alpha=alpha)
+        low, high = stats.t_interval(t.effect, t.se, t.df, coverage)
+        if t.se == 0 and t.n_pairs >= 2:
+            low = high = t.effect
+        role = "primary" if is_primary[i] else "secondary"
+        detail = "; ".join(r["notes"]) + (
+            "; primary: tested alone at alpha" if role == "primary"
+            else f"; secondary: Holm over the claim's {len(secondary)} secondary comparisons")
+        out.append(Verdict(
+            claim, r["comparison"], stats.decide(t.effect, p_adj, t.n_pairs, alpha=alpha,
+                                                 claimed_sign=claimed_sign),
+            group=r["group"], measure=r["measure"], role=role, family=f"{claim}: {role}",
+            scale=r["scale"], attention=r["attention"], convolution=r["convolution"],
+            effect=t.effect, low=low, high=high, coverage=coverage,
+            ratio=_exp(t.effect) if r["scale"] == "log" else math.nan,
+            ratio_low=_exp(low) if r["scale"] == "log" else math.nan,
+            ratio_high=_exp(high) if r["scale"] == "log" else math.nan,
+            pvalue=t.pvalue, p_adjusted=p_adj, se=t.se, sd=t.sd, df=t.df, n_pairs=t.n_pairs,
+            n_excluded=r["n_excluded"], n_seeds=r["n_seeds"], n_images=r["n_images"],
+            flag=r["flag"], detail=detail))
+    if key[0] is not None and not any(is_primary):
+        out.insert(0, Verdict(claim, str(key[0]), "not measured", group=str(key[1]),
+                              role="primary", family=f"{claim}: primary",
+                              detail="the registered primary comparison is not in this run's "
+                                     "tables"))
+    return out
+
+
+def family_comparisons(points: pd.DataFrame, measure: str, *, primary: Mapping[str, str],
+                       group_col: str = "perturbation", scale: str | None = None,
+                       flag_column: str | None = FLAG_COLUMN,
+                       resamples: pd.DataFrame | None = None, claimed_sign: int = -1,
+                       alpha: float = 0.05, claim: str = "",
+                       n_images_col: str | None = "n_images") -> list[Verdict]:
+    """Attention against convolution, per family pair and group, paired by seed: the primary
+    comparison alone at ``alpha``, the others under Holm.
+
+    Parameters
+    ----------
+    points : pandas.DataFrame
+        One row per ``arch``, ``seed`` and group with the ``measure`` column (the value on the
+        seed's images).
+    measure : str
+        The compared column.
+    primary : mapping
+        ``{"comparison": "vit vs resnet", "group": <a value of group_col>}``.
+    group_col : str, default="perturbation"
+        The column naming the perturbation kind or data set.
+    scale : {"log", "raw"}, optional
+        Log for ratio measures; default ``log`` for ``end_to_end*`` measures, else ``raw``.
+    flag_column : str, optional
+        A column whose non-empty value drops the model's pairs (the noise floor); ignored when
+        the table lacks it.
+    resamples : pandas.DataFrame, optional
+        Image resamples (``arch``, ``seed``, ``group``, ``measure``, ``resample``, ``value``)
+        for a quantity the seed spread does not hold (an AUROC over one fixed image set): their
+        standard error of the paired difference is added (:func:`topolip.evidence.stats.paired_t`).
+    claimed_sign : {-1, 1}
+        -1 when the claim predicts a lower value for attention.
+    alpha : float, default=0.05
+        Level of the primary test and of the secondaries' Holm family.
+    claim : str
+        The claim id written into each verdict (and its family names).
+    n_images_col : str, optional
+        Column of ``points`` with the images per seed.
+
+    Returns
+    -------
+    list of Verdict
+        A ``"not measured"`` primary row first when the primary comparison is absent.
+
+    Examples
+    --------
+    Differences of logs: log(1/2) at every seed, so the ratio is exactly 1/2.
+
+    >>> pts = pd.DataFrame({"arch": ["vit"] * 3 + ["resnet"] * 3, "seed": [0, 1, 2] * 2,
+    ...                     "perturbation": "pgd", "m": [1.0, 1.2, 0.9, 2.0, 2.4, 1.8]})
+    >>> v = family_comparisons(pts, "m", scale="log", n_images_col=None,
+    ...                        primary={"comparison": "vit vs resnet", "group": "pgd"})[0]
+    >>> v.verdict, v.role, round(v.ratio, 6), v.n_pairs
+    ('supported', 'primary', 0.5, 3)
+    """
+    scale = scale or ("log" if measure.startswith("end_to_end") else "raw")
+    rows = _comparison_rows(points, measure, group_col=group_col, scale=scale,
+                            flag_column=flag_column, n_images_col=n_images_col,
+                            resamples=resamples)
+    return _finish(rows, claim, primary, alpha=alpha, claimed_sign=claimed_sign)
+
+
+def _alpha(claim: Claim) -> float:
+    return float(claim.options.get("alpha", 0.05))
+
+
+def lower_topolip(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
+    """Attention's model TopoLip is lower than convolution's, per family pair and group (paired
+    t on logs; pairs with a noise-floor flag dropped).
+
+    Options: ``table`` (default ``topolip_summary``), ``measure`` (default
+    ``end_to_end_scale_free``), ``group_column`` (default ``perturbation``), ``scale``,
+    ``extra_measures`` (measures compared at the primary comparison and group only, as
+    secondaries; e.g. raw ``end_to_end``), ``alpha``.
+    """
+    o = claim.options
+    t = _tables(tables, o.get("table", "topolip_summary"))
+    measure = o.get("measure", "end_to_end_scale_free")
+    group_col = o.get("group_column", "perturbation")
+    scale = o.get("scale") or ("log" if measure.startswith("end_to_end") else "raw")
+    rows = _comparison_rows(t, measure, group_col=group_col, scale=scale,
+                            flag_column=FLAG_COLUMN)
+    key = (claim.primary.get("comparison", ""), claim.primary.get("group", ""))
+    for extra in o.get("extra_measures", []) or []:
+        if extra in t.columns:
+            rows += _comparison_rows(t, extra, group_col=group_col, scale="log"
+                                     if extra.startswith("end_to_end") else "raw",
+                                     flag_column=FLAG_COLUMN, only=key, main=False)
+    return _finish(rows, claim.id, claim.primary, alpha=_alpha(claim), claimed_sign=-1)
+
+
+def _attack_strength(claim: Claim, tables: Mapping[str, pd.DataFrame]):
+    """``kind -> strength`` of the robustness rows a check uses: the claim's ``strength`` (a
+    number), or ``topolip`` (default): each kind's strength in ``topolip_summary``, and the
+    PGD one (the TopoLip ε) for attacks it does not measure (``autoattack``)."""
+    s = claim.options.get("strength", "topolip")
+    if s != "topolip":
+        return lambda _kind: float(s)
+    summary = _tables(tables, "topolip_summary")
+    require_columns(summary, ["perturbation", "strength"], "topolip_summary")
+    eps = summary.groupby("perturbation")["strength"].first().astype(float).to_dict()
+    default = eps.get("pgd", eps.get("fgsm", math.nan))
+    return lambda kind: float(eps.get(kind, default))
+
+
+def _at_strength(robust: pd.DataFrame, kinds: Sequence[str], strength) -> pd.DataFrame:
+    require_columns(robust, ["arch", "seed", "perturbation", "strength", "accuracy_drop"],
+                    "robustness")
+    r = robust[robust["perturbation"].isin(kinds)]
+    keep = np.array([math.isclose(float(s), strength(k), rel_tol=1e-6, abs_tol=1e-9)
+                     for s, k in zip(r["strength"], r["perturbation"], strict=True)], bool)
+    r = r[keep]
+    # several rows of one model and attack at this budget (other step counts or restarts, as
+    # a masking check runs them): the strongest, i.e. the largest drop
+    order = r["accuracy_drop"].astype(float).sort_values(ascending=False, kind="stable").index
+    return r.loc[order].drop_duplicates(["arch", "seed", "perturbation"]).sort_index()
+
+
+def _masking_flags(rows: list[dict], tables: Mapping[str, pd.DataFrame],
+                   points: pd.DataFrame) -> None:
+    """Flag robustness rows whose models failed a gradient-masking check (``masking.csv``)."""
+    m = tables.get("masking")
+    if m is None or not len(m) or not {"arch", "seed", "check", "passed"} <= set(m.columns):
+        return
+    passed = m["passed"].map(lambda v: str(v).strip().lower() in ("true", "1", "1.0"))
+    failed = m[(m["check"] == "all") & ~passed]
+    bad = set(zip(failed["arch"], failed["seed"], strict=True))
+    if not bad:
+        return
+    for r in rows:
+        att, conv = r["comparison"].split(" vs ")
+        seeds = points[points["perturbation"] == r["group"]]["seed"].unique()
+        k = sum(((att, s) in bad) or ((conv, s) in bad) for s in seeds)
+        if k:
+            r["flag"] = f"gradient-masking check failed in {k} seed pairs"
+
+
+def smaller_accuracy_drop(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
+    """Attention loses less accuracy, per family pair and perturbation: the attack ladder of
+    ``robustness`` at the TopoLip ε, and the corruptions of ``topolip_summary`` (raw paired t
+    on the accuracy drop). Ladder rows whose verdict changes with attack strength, or whose
+    models failed a gradient-masking check (``masking``, when given), are flagged.
+
+    Options: ``ladder`` (default :data:`LADDER`), ``strength`` (default ``topolip``),
+    ``corruptions`` (default: every kind of ``topolip_summary`` but FGSM and PGD), ``alpha``.
+    """
+    o = claim.options
+    ladder = list(o.get("ladder", LADDER))
+    robust = _at_strength(_tables(tables, o.get("table", "robustness")), ladder,
+                          _attack_strength(claim, tables))
+    rows = _comparison_rows(robust, "accuracy_drop", group_col="perturbation", scale="raw",
+                            n_images_col="n" if "n" in robust else None)
+    _masking_flags(rows, tables, robust)
+    summary = _tables(tables, "topolip_summary")
+    kinds = o.get("corruptions") or [k for k in pd.unique(summary["perturbation"])
+                                     if k not in ("fgsm", "pgd", *ladder)]
+    corr = summary[summary["perturbation"].isin(kinds)]
+    if len(corr):
+        rows += _comparison_rows(corr, "accuracy_drop", group_col="perturbation", scale="raw")
+    out = _finish(rows, claim.id, claim.primary, alpha=_alpha(claim), claimed_sign=-1)
+    for att, conv in FAMILY_PAIRS:
+        rungs = [v for v in out if v.comparison == f"{att} vs {conv}" and v.group in ladder]
+        if len({v.verdict for v in rungs}) > 1:
+            text = "verdict changes with attack strength: " + ", ".join(
+                f"{v.group} {v.verdict}" for v in sorted(rungs, key=lambda v:
+                                                          ladder.index(v.group)))
+            out = [replace(v, flag="; ".join(f for f in (v.flag, text) if f)) if v in rungs
+                   else v for v in out]
+    return out
+
+
+def helps_only_weak(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
+    """The rival claim: attention's accuracy-drop advantage holds against weak attacks only.
+
+    Per family pair and (weak, strong) pair of rungs: the per-seed difference
+    ``(drop_att − drop_conv)_weak − (drop_att − drop_conv)_strong`` (raw paired t over the
+    seeds with all four values). Negative: attention's advantage is larger under the weak
+    attack (the rival claim's direction); positive: it grows with attack strength.
+
+    Options: ``contrasts`` (default ``[[fgsm, autoattack], [fgsm, pgd]]``), ``strength``
+    (default ``topolip``), ``alpha``. The primary's group is ``"fgsm vs autoattack"``.
+    """
+    o = claim.options
+    contrasts = [tuple(c) for c in o.get("contrasts", [["fgsm", "autoattack"], ["fgsm", "pgd"]])]
+    kinds = sorted({k for c in contrasts for k in c})
+    robust = _at_strength(_tables(tables, o.get("table", "robustness")), kinds,
+                          _attack_strength(claim, tables))
+    values = _by_seed(robust.assign(accuracy_drop=robust["accuracy_drop"].astype(float)),
+                      "accuracy_drop", "perturbation")
+    rows = []
+    for att, conv in FAMILY_PAIRS:
+        for weak, strong in contrasts:
+            if not {att, conv} <= set(values.columns) or not {weak, strong} <= set(
+                    values.index.get_level_values(0)):
+                continue
+            adv_w = values.xs(weak, level=0)[att] - values.xs(weak, level=0)[conv]
+            adv_s = values.xs(strong, level=0)[att] - values.xs(strong, level=0)[conv]
+            both = pd.concat([adv_w, adv_s], axis=1, keys=["w", "s"]).dropna()
+            test = stats.paired_t(both["w"].to_numpy(), both["s"].to_numpy())
+            rows.append(dict(
+                comparison=f"{att} vs {conv}", group=f"{weak} vs {strong}",
+                measure="accuracy_drop", scale="raw", test=test, attention=math.nan,
+                convolution=math.nan, n_excluded=0,
+                n_seeds=f"{len(both)}/{len(both)}", n_images=math.nan, main=True, flag="",
+                notes=[f"paired t over {test.n_pairs} seeds of the change in (attention − "
+                       f"convolution) accuracy drop from {strong} to {weak}: mean advantage "
+                       f"difference {float(both['w'].mean()) if len(both) else math.nan:+.3g} "
+                       f"under {weak}, {float(both['s'].mean()) if len(both) else math.nan:+.3g}"
+                       f" under {strong}"]))
+    return _finish(rows, claim.id, claim.primary, alpha=_alpha(claim), claimed_sign=-1)
+
+
+def higher_ood_auroc(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
+    """Attention separates out-of-distribution inputs from test inputs better: a higher AUROC of
+    the max-softmax confidence (``ood_behaviour``), per family pair and OOD set.
+
+    Every seed's AUROC is over the same test and OOD images, so the seed spread does not hold
+    the image variance: the image-resampling standard error of the paired difference
+    (``ood_resamples``, measure ``auroc``; the mean over seeds of the per-seed bootstrap sd,
+    an upper bound for the mean of correlated errors) is added in quadrature to the seed one
+    (:func:`topolip.evidence.stats.paired_t`). Options: ``resamples`` (default ``ood_resamples``;
+    ``none`` for the seed level only), ``alpha``.
+    """
+    o = claim.options
+    t = _tables(tables, "ood_behaviour").dropna(subset=["auroc"])
+    res = o.get("resamples", "ood_resamples")
+    rows = _comparison_rows(t, "auroc", group_col="dataset", scale="raw", n_images_col="n",
+                            resamples=None if res == "none" else _tables(tables, res))
+    return _finish(rows, claim.id, claim.primary, alpha=_alpha(claim), claimed_sign=1)
+
+
+def _within_architecture(summary: pd.DataFrame, measure: str, response: str, *,
+                         n_resamples: int, seed: int, exact_seeds: int) -> pd.DataFrame:
+    """The measure study's within-architecture τ of ``measure`` with ``response`` per kind and
+    over kinds (``perturbation == "all"``), its seed-relabelling p-value (exact up to
+    :data:`topolip.evidence.measures.EXACT_SEEDS` seeds); NaN measures are left out."""
+    from topolip.evidence import measures
+
+    pop = pd.DataFrame({"source": "chain", "arch": summary["arch"].astype(str),
+                        "seed": summary["seed"], "perturbation": summary["perturbation"],
+                        "excluded": summary[measure].isna().to_numpy(),
+                        measure: summary[measure], response: summary[response]})
+    study, _ = measures.measure_study(pop, reference=measure, response=response,
+                                           n_resamples=n_resamples, seed=seed,
+                                           exact_seeds=exact_seeds)
+    study = study[study["measure"] == measure]
+    return study.assign(exact=study["p_mc_se"].eq(0.0))
+
+
+def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_free",
+                     responses: tuple[str, ...] = ("accuracy_drop", "relative_drop"),
+                     flag_column: str | None = FLAG_COLUMN, n_resamples: int = 9999,
+                     seed: int = 0, exact_seeds: int = 8) -> pd.DataFrame:
+    """Does a lower model TopoLip go with a smaller accuracy drop? Kendall τ within
+    architectures, one permutation shared by every kind; the architecture-level τ beside it.
+
+    The models of one architecture are its seeds; across architectures they are not
+    exchangeable (four clusters that differ in every measure), and the same models appear in
+    every perturbation kind. So the statistic is the within-architecture τ-b of ``measure``
+    with a response (Kendall's τ-b over the pairs of models of the same architecture, so a
+    cell left with few models after the noise floor counts by its pairs), averaged over kinds
+    for the pooled row, tested by permuting the response across the seeds with **one
+    relabelling of the seeds shared by every architecture and every kind**: the measure
+    study's statistic and test (:func:`topolip.evidence.measures.measure_study`, exact up to
+    :data:`topolip.evidence.measures.EXACT_SEEDS` seeds, else Monte Carlo with its standard
+    error
+    ``mc_se``), so chapters 04, 08 and 09 give one number for one test. The seed is the
+    unit: the architectures of one seed share their test images, so their values are not
+    independent across architectures, and only a relabelling that moves whole seeds keeps that
+    dependence under the null (permuting each architecture on its own would not). A model
+    whose input displacement lies within the noise floor (``flag_column``) is left out of that
+    kind.
+
+    Roles: the pooled within-architecture row of the first response is the **primary** (tested
+    alone at ``alpha``); the per-kind rows of the first response and the pooled rows of the
+    other responses are **secondary** (Holm over them, in ``p_adjusted``); the τ over the
+    architecture means (``level = "architecture means"``, exact p over every relabelling of
+    the architectures) is **context**: with ``n`` architectures its smallest two-sided p is
+    ``2/n!`` (1/12 for 4), so it can never decide at 0.05 with 4.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        One row per ``arch``, ``seed``, ``perturbation`` with ``measure`` and the responses
+        (``tables/topolip_summary.csv``).
+    measure : str
+        The TopoLip column.
+    responses : tuple of str
+        Robustness columns; the first is the primary's.
+    flag_column : str, optional
+        The noise-floor flag (ignored when absent).
+    n_resamples : int, default=9999
+        Monte-Carlo relabellings of the seeds beyond
+        :data:`topolip.evidence.measures.EXACT_SEEDS` seeds (fewer: all of them, exact); the
+        Monte-Carlo standard error of each p-value is ``mc_se``.
+    seed : int, default=0
+        Seed of the permutations.
+    exact_seeds : int, default=8
+        Up to this many seeds every relabelling is enumerated
+        (:data:`topolip.evidence.measures.EXACT_SEEDS`); a simulation may lower it.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``group`` (a kind, or ``"pooled"``), ``response``, ``level``
+        (``within architecture`` | ``architecture means``), ``role``, ``partial`` (False; kept
+        for the readers of the older table), ``n`` (model × kind observations used),
+        ``n_arch``, ``min_seeds`` (fewest models of an architecture), ``n_excluded`` (flagged
+        observations left out), ``tau``, ``pvalue``, ``p_adjusted``, ``mc_se``,
+        ``n_permutations``, ``exact``, ``min_pvalue`` (the smallest p the test can give).
+
+    Raises
+    ------
+    ValueError
+        If a column is missing.
+
+    Examples
+    --------
+    Two architectures of three seeds, one kind; within each, the drop follows TopoLip exactly.
+
+    >>> s = pd.DataFrame({"arch": ["vit"] * 3 + ["resnet"] * 3, "seed": [0, 1, 2] * 2,
+    ...                   "perturbation": "pgd", "end_to_end_scale_free": [1, 2, 3, 4, 5, 6.],
+    ...                   "accuracy_drop": [.1, .2, .3, .1, .2, .3]})
+    >>> t = smoothness_table(s, responses=("accuracy_drop",))
+    >>> t[["group", "level", "role", "tau"]].values.tolist()[0]
+    ['pooled', 'within architecture', 'primary', 1.0]
+    >>> round(float(t["pvalue"].iloc[0]), 4), int(t["n_permutations"].iloc[0])   # 2 of 3!
+    (0.3333, 6)
+    """
+    require_columns(summary, ["arch", "seed", "perturbation", measure, *responses], "summary")
+    s = summary.copy()
+    n_excluded = 0
+    if flag_column and flag_column in s.columns:
+        flagged = s[flag_column].fillna("").astype(str) != ""
+        n_excluded = int((flagged & s[measure].notna()).sum())
+        s.loc[flagged, measure] = np.nan
+    kinds = list(pd.unique(s["perturbation"]))
+    wide = s.pivot_table(index="perturbation", columns=["arch", "seed"],
+                         values=[measure, *responses], aggfunc="first", dropna=False)
+    units = sorted({(a, sd) for _, a, sd in wide.columns})
+    clusters = np.array([a for a, _ in units])
+
+    def grid(col):
+        return wide[col].reindex(index=kinds, columns=pd.MultiIndex.from_tuples(units)).to_numpy(
+            dtype=float)
+
+    x = grid(measure)
+    archs = list(pd.unique(clusters))
+    seeds_per_arch = s.dropna(subset=[measure]).groupby("arch")["seed"].nunique()
+    min_seeds = int(seeds_per_arch.min()) if len(seeds_per_arch) else 0
+    rows = []
+    for i, response in enumerate(responses):
+        y = grid(response)
+        obs = np.isfinite(x) & np.isfinite(y)
+        # the within-architecture statistic and its seed-relabelling test are the measure
+        # study's own (one test, one number in chapters 04, 08 and 09)
+        within = _within_architecture(s, measure, response, n_resamples=n_resamples,
+                                      seed=seed, exact_seeds=exact_seeds
+                                      ).set_index("perturbation")
+        exact = bool(within["exact"].iloc[0])
+        n_perm = int(within["n_permutations"].iloc[0])
+        common = dict(response=response, partial=False, n_arch=len(archs),
+                      min_seeds=min_seeds, n_excluded=n_excluded,
+                      n_permutations=n_perm, exact=exact)
+        min_p = 1 / n_perm if exact and n_perm else 1 / (1 + n_perm) if n_perm else math.nan
+        w = within.loc["all"]
+        rows.append(dict(group="pooled", level="within architecture",
+                         role="primary" if i == 0 else "secondary", n=int(obs.sum()),
+                         tau=float(w["tau_within"]), pvalue=float(w["p_within"]),
+                         mc_se=float(w["p_mc_se"]), min_pvalue=min_p, **common))
+        if i == 0:
+            for k, kind in enumerate(kinds):
+                wk = within.loc[kind]
+                rows.append(dict(group=str(kind), level="within architecture",
+                                 role="secondary", n=int(obs[k].sum()),
+                                 tau=float(wk["tau_within"]), pvalue=float(wk["p_within"]),
+                                 mc_se=float(wk["p_mc_se"]), min_pvalue=min_p, **common))
+        # architecture level: τ over the architecture means, every relabelling
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a kind with no value: NaN
+            xm = np.stack([np.nanmean(np.where(clusters == a, x, np.nan), axis=1)
+                           for a in archs], axis=1) if archs else np.empty((len(kinds), 0))
+            ym = np.stack([np.nanmean(np.where(clusters == a, y, np.nan), axis=1)
+                           for a in archs], axis=1) if archs else np.empty((len(kinds), 0))
+        m = stats.within_permutation_kendall(xm, ym, np.zeros(len(archs)),
+                                             max_exact=math.factorial(8))
+        rows.append(dict(group="pooled", level="architecture means", role="context",
+                         n=len(archs), tau=m.tau, pvalue=m.pvalue, mc_se=m.mc_se,
+                         min_pvalue=2 / math.factorial(len(archs)) if len(archs) >= 2
+                         else math.nan, **{**common, "n_permutations": m.n_permutations,
+                                           "exact": m.exact}))
+    t = pd.DataFrame(rows)
+    t["p_adjusted"] = t["pvalue"]
+    sec = (t["role"] == "secondary").to_numpy()
+    t.loc[sec, "p_adjusted"] = stats.holm(t.loc[sec, "pvalue"].to_numpy(dtype=float))
+    cols = ["group", "response", "level", "role", "partial", "n", "n_arch", "min_seeds",
+            "n_excluded", "tau", "pvalue", "p_adjusted", "mc_se", "n_permutations", "exact",
+            "min_pvalue"]
+    return t[cols]
+
+
+def smoothness_predicts_robustness(claim: Claim,
+                                   tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
+    """Lower model TopoLip goes with a smaller accuracy drop, within architectures (the
+    ``smoothness`` table of :func:`smoothness_table`, whose roles and Holm-adjusted p-values
+    are used as they are: one correction family in chapter 04 and here).
+
+    τ > 0 with a deciding p below ``alpha`` supports, τ < 0 contradicts; every architecture
+    needs at least :data:`topolip.evidence.stats.MIN_SEEDS` seeds. The primary is the table's
+    primary
+    row (``claim.primary`` names it: ``comparison: within architecture``, ``group: pooled``).
+    """
+    o = claim.options
+    t = _tables(tables, o.get("table", "smoothness"))
+    require_columns(t, ["group", "response", "level", "role", "tau", "pvalue", "p_adjusted"],
+                    "smoothness")
+    alpha = _alpha(claim)
+    n_sec = int((t["role"] == "secondary").sum())
+    out = []
+    for r in t.to_dict("records"):
+        enough = int(r.get("min_seeds", 0)) >= stats.MIN_SEEDS
+        if not enough:
+            decision = "not enough seeds"
+        elif r["role"] == "context":
+            decision = "inconclusive"
+        elif not (math.isfinite(r["p_adjusted"]) and r["p_adjusted"] < alpha) or r["tau"] == 0:
+            decision = "inconclusive"
+        else:
+            decision = "supported" if r["tau"] > 0 else "contradicted"
+        if r["level"] == "architecture means":
+            what = (f"τ over the {r['n']} architecture means, mean over kinds; exact p over all "
+                    f"{int(r['n_permutations'])} relabellings; with n = {r['n']} the smallest "
+                    f"two-sided p is {r['min_pvalue']:.3g}, so it "
+                    + ("can never decide at alpha" if r["min_pvalue"] >= alpha else
+                       "can decide") + "; reported, in no family")
+        else:
+            what = ("within-architecture τ-b over seeds, "
+                    + ("mean over architectures and kinds" if r["group"] == "pooled"
+                       else "mean over architectures")
+                    + f", {r['n']} observations; response permuted across the seeds of each "
+                    "architecture, one permutation for every kind; "
+                    + (f"exact over {int(r['n_permutations'])} permutations" if r["exact"]
+                       else f"{int(r['n_permutations'])} Monte-Carlo permutations "
+                            f"(MC se {r['mc_se']:.2g})")
+                    + ("; primary: tested alone at alpha" if r["role"] == "primary"
+                       else f"; secondary: Holm over {n_sec}"))
+        if int(r.get("n_excluded", 0)):
+            what += f"; {int(r['n_excluded'])} flagged observations (noise floor) left out"
+        role = r["role"]
+        out.append(Verdict(claim.id, f"Kendall τ {r['level']}, {r['response']}", decision,
+                           group=str(r["group"]), measure=o.get("measure",
+                                                                "end_to_end_scale_free"),
+                           role=role, family=f"{claim.id}: {role}" if role != "context" else "",
+                           effect=float(r["tau"]), pvalue=float(r["pvalue"]),
+                           p_adjusted=float(r["p_adjusted"]), mc_se=float(r.get("mc_se",
+                                                                                math.nan)),
+                           n_pairs=int(r["n"]), n_excluded=int(r.get("n_excluded", 0)),
+                           n_seeds=f"{int(r.get('min_seeds', 0))} per arch", detail=what))
+    return out
+
+
+def envelope_holds(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
+    """Every paired row of ``topolip`` has ``bottleneck <= envelope`` (float32 slack 1e-5)."""
+    t = _tables(tables, "topolip").dropna(subset=["envelope"])
+    slack = 1e-5 * np.maximum(1.0, t["envelope"].abs())
+    bad = t[t["bottleneck"] > t["envelope"] + slack]
+    ratio = float((t["bottleneck"] / t["envelope"].where(t["envelope"] > 0)).max())
+    return [Verdict(claim.id, f"{len(t)} layer rows", "contradicted" if len(bad) else "supported",
+                    role="check", effect=ratio, n_excluded=0,
+                    detail=f"largest bottleneck/envelope ratio {ratio:.3f}; violations: {len(bad)}"
+                    "; a theorem: any violation is a bug")]
+
+
+CHECKS: dict[str, Callable[[Claim, Mapping[str, pd.DataFrame]], list[Verdict]]] = {
+    "lower_topolip": lower_topolip,
+    "smaller_accuracy_drop": smaller_accuracy_drop,
+    "helps_only_weak": helps_only_weak,
+    "higher_ood_auroc": higher_ood_auroc,
+    "smoothness_predicts_robustness": smoothness_predicts_robustness,
+    "envelope_holds": envelope_holds,
+}
+
+
+def evaluate(claims: list[Claim], tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Run every claim's check; one row per verdict (columns of :class:`Verdict`).
+
+    Examples
+    --------
+    >>> s = pd.DataFrame({"arch": ["vit"] * 3 + ["resnet"] * 3, "seed": [0, 1, 2] * 2,
+    ...                   "perturbation": "pgd", "n_images": 100, "end_to_end_flag": "",
+    ...                   "end_to_end_scale_free": [1.0, 1.1, 0.9, 2.0, 2.1, 1.9]})
+    >>> c = Claim("c", "attention is smoother", "test", "lower_topolip",
+    ...           primary={"comparison": "vit vs resnet", "group": "pgd"})
+    >>> evaluate([c], {"topolip_summary": s})[["role", "group", "verdict"]].values.tolist()
+    [['primary', 'pgd', 'supported']]
+    """
+    rows = []
+    for claim in claims:
+        rows += [vars(v) for v in CHECKS[claim.check](claim, tables)]
+    return pd.DataFrame(rows, columns=list(Verdict.__dataclass_fields__))
+
+
+_DECISIVE = ("supported", "contradicted")
+
+
+def families(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """The test families of a verdicts table: one row per ``family`` with at least one tested
+    row (a finite deciding p-value), its claim, role and number of tests.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``family``, ``claim``, ``role``, ``n_tests``, ``n_decisive``.
+
+    Examples
+    --------
+    >>> v = pd.DataFrame({"claim": ["a", "a", "a"], "role": ["primary", "secondary",
+    ...                   "secondary"], "family": ["a: primary", "a: secondary", "a: secondary"],
+    ...                   "p_adjusted": [0.01, 0.2, float("nan")],
+    ...                   "verdict": ["supported", "inconclusive", "not enough seeds"]})
+    >>> families(v)[["family", "n_tests", "n_decisive"]].values.tolist()
+    [['a: primary', 1, 1], ['a: secondary', 1, 0]]
+    """
+    require_columns(verdicts, ["claim", "role", "family", "p_adjusted", "verdict"], "verdicts")
+    v = verdicts[verdicts["family"].fillna("").astype(str).ne("")
+                 & np.isfinite(verdicts["p_adjusted"].astype(float))]
+    g = v.groupby("family", sort=False)
+    return pd.DataFrame({"family": list(g.groups), "claim": g["claim"].first().to_list(),
+                         "role": g["role"].first().to_list(), "n_tests": g.size().to_list(),
+                         "n_decisive": g["verdict"].agg(
+                             lambda s: int(s.isin(_DECISIVE).sum())).to_list()})
+
+
+_MEASURE_WORDS = {"end_to_end_scale_free": "scale-free TopoLip", "end_to_end": "raw TopoLip",
+                  "accuracy_drop": "accuracy drop", "auroc": "OOD AUROC",
+                  "relative_drop": "relative accuracy drop"}
+
+
+def _fmt(x: float, fmt: str = "{:.3g}") -> str:
+    return fmt.format(x) if x is not None and math.isfinite(x) else "n/a"
+
+
+def _sentence(r: Mapping, mde: Mapping | None = None) -> str:
+    """One row's finding in words, no stronger than its verdict."""
+    pct = f"{100 * r['coverage']:.3g}%" if math.isfinite(r.get("coverage", math.nan)) else ""
+    where = label(r["group"])
+    under = "on" if r["group"] in _OOD_GROUPS else "under"
+    att, conv = (label(a) for a in r["comparison"].split(" vs ")) \
+        if " vs " in r["comparison"] else ("", "")
+    decisive = r["verdict"] in _DECISIVE
+    p = f"p = {_fmt(r['p_adjusted'], '{:.2g}')}" + (" (Holm)" if r["role"] == "secondary"
+                                                  else "")
+    what = _MEASURE_WORDS.get(r["measure"], str(r["measure"]).replace("_", " "))
+    extra = ""
+    if mde:
+        extra = f"; the design detects {mde['text']} with 80% power"
+    if r["comparison"].startswith("Kendall"):
+        level = "of the architecture means" if "architecture means" in r["comparison"] else \
+            "within architectures"
+        response = r["comparison"].rpartition(", ")[2]
+        said = {"accuracy_drop": "accuracy drop", "relative_drop": "relative accuracy drop"}
+        direction = ("A lower TopoLip goes with a smaller " if r["effect"] > 0
+                     else "A lower TopoLip goes with a larger ") + said.get(
+                         response, response.replace("_", " "))
+        body = f"Kendall τ {level} ({where}) is {_fmt(r['effect'], '{:.2f}')}, {p}"
+        return (f"{direction}: {body}." if decisive else
+                f"No decisive association: {body} ({r['verdict']}).")
+    if r["scale"] == "log":
+        body = (f"{under} {where} the {att}'s {what} is {_fmt(r['ratio'], '{:.2f}')}× the "
+                f"{conv}'s ({pct} interval {_fmt(r['ratio_low'], '{:.2f}')}–"
+                f"{_fmt(r['ratio_high'], '{:.2f}')}, {p}{extra})")
+        if decisive:
+            who = att if r["ratio"] < 1 else conv
+            return f"The {who} is smoother: {body}."
+        return f"No decisive difference: {body}, {r['verdict']}."
+    if " vs " in r["group"]:
+        weak, strong = r["group"].split(" vs ")
+        body = (f"the {att}'s accuracy-drop difference to the {conv} changes by "
+                f"{_fmt(r['effect'], '{:+.3f}')} from {label(strong)} to "
+                f"{label(weak)} ({pct} interval {_fmt(r['low'], '{:+.3f}')} to "
+                f"{_fmt(r['high'], '{:+.3f}')}, {p}{extra})")
+        if decisive:
+            return ((f"The {att} stands better against the weak attack than against the "
+                     "strong one, as the rival claim predicts: ") if r["effect"] < 0 else
+                    (f"The {att} stands worse against the weak attack than against the strong "
+                     "one, the opposite of what the rival claim predicts: ")) + body + "."
+        return f"No decisive change with attack strength: {body}, {r['verdict']}."
+    higher_better = r["measure"] == "auroc"
+    body = (f"{under} {where} the {att}'s {what} minus the {conv}'s is "
+            f"{_fmt(r['effect'], '{:+.3f}')} ({pct} interval {_fmt(r['low'], '{:+.3f}')} to "
+            f"{_fmt(r['high'], '{:+.3f}')}, {p}{extra})")
+    if decisive:
+        better = att if (r["effect"] > 0) == higher_better else conv
+        word = "separates OOD data better" if higher_better else "is more robust"
+        return f"The {better} {word}: {body}."
+    return f"No decisive difference: {body}, {r['verdict']}."
+
+
+#: Groups that are out-of-distribution sets (a sentence says "on", not "under", them).
+_OOD_GROUPS = frozenset(roster.ood_names())
+
+
+def claim_findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
+             alpha: float = 0.05, near: tuple[float, float] = (0.2, 3.0)) -> dict[str, Any]:
+    """The numbers and sentences the verdicts chapter glues, from its verdicts table.
+
+    Parameters
+    ----------
+    verdicts : pandas.DataFrame
+        :func:`evaluate`'s table.
+    power : pandas.DataFrame, optional
+        :func:`topolip.evidence.calibration.power_table`'s table: each primary's minimum detectable
+        effect is quoted beside it.
+    alpha : float, default=0.05
+        The level the verdicts used.
+    near : (float, float), default=(0.2, 3.0)
+        A tested row sits *near the threshold* when ``near[0]·alpha <= p_adjusted <
+        near[1]·alpha``: a modest change of the data (a seed, a Monte-Carlo draw, a thread
+        count) could move it across (rows with too few seed pairs cannot decide and are not
+        listed).
+
+    Returns
+    -------
+    dict
+        ``n_families``, ``n_tests``, ``n_primary``, ``error_bound`` (``min(1, n_families ·
+        alpha)``: the book-wide chance of at least one false decisive verdict, by Bonferroni
+        over families), ``n_decisive``, ``n_supported``, ``n_contradicted``, ``counts``
+        (``{claim: "k supported, ..."}``, tested rows only), ``primary`` (``{claim: sentence}``),
+        ``primary_rows`` (``{claim: "comparison, group"}``), ``decisive`` (sentences, primaries
+        first), ``near`` (``"comparison, group (claim): p"`` strings), ``n_near``, ``ladder``
+        (the flags of the robustness rows whose verdict changes with attack strength), and
+        ``shows``: the paragraph "What this run shows" (markdown).
+
+    Raises
+    ------
+    ValueError
+        If a column is missing.
+
+    Examples
+    --------
+    >>> v = pd.DataFrame([dict(claim="a", comparison="vit vs resnet", group="pgd",
+    ...     measure="end_to_end_scale_free", role="primary", family="a: primary", scale="log",
+    ...     verdict="supported", effect=-0.4, low=-0.6, high=-0.2, coverage=0.95,
+    ...     ratio=0.67, ratio_low=0.55, ratio_high=0.82, pvalue=0.004, p_adjusted=0.004,
+    ...     flag="")])
+    >>> f = claim_findings(v)
+    >>> f["n_families"], f["error_bound"], f["n_supported"]
+    (1, 0.05, 1)
+    >>> print(f["primary"]["a"])  # doctest: +NORMALIZE_WHITESPACE
+    The ViT is smoother: under PGD the ViT's scale-free TopoLip is 0.67× the ResNet's
+    (95% interval 0.55–0.82, p = 0.004).
+    """
+    require_columns(verdicts, ["claim", "comparison", "group", "measure", "role", "family",
+                               "scale", "verdict", "effect", "low", "high", "coverage", "ratio",
+                               "ratio_low", "ratio_high", "pvalue", "p_adjusted", "flag"],
+                    "verdicts")
+    fam = families(verdicts)
+    tested = verdicts[verdicts["role"].isin(["primary", "secondary"])]
+    decisive = tested[tested["verdict"].isin(_DECISIVE)]
+    mdes = {}
+    if power is not None and len(power):
+        mdes = {(r["claim"], r["comparison"], r["group"]): r for r in power.to_dict("records")}
+    primary, primary_rows = {}, {}
+    for r in tested[tested["role"] == "primary"].to_dict("records"):
+        primary_rows[r["claim"]] = f"{r['comparison']}, {r['group']}"
+        if r["verdict"] == "not measured":
+            primary[r["claim"]] = (f"The registered primary ({r['comparison']}, {r['group']}) "
+                                   "was not measured in this run.")
+        else:
+            primary[r["claim"]] = _sentence(r, mdes.get((r["claim"], r["comparison"],
+                                                         r["group"])))
+    ordered = pd.concat([decisive[decisive["role"] == "primary"],
+                         decisive[decisive["role"] != "primary"]])
+    sentences = [f"*{r['claim']}* ({r['role']}): " + _sentence(
+        r, mdes.get((r["claim"], r["comparison"], r["group"]))) for r in ordered.to_dict(
+        "records")]
+    p = tested["p_adjusted"].astype(float)
+    close = tested[(p >= near[0] * alpha) & (p < near[1] * alpha)
+                   & (tested["verdict"] != "not enough seeds")]
+    near_list = [f"{r['comparison']}, {label(r['group'])} ({r['claim']}): "
+                 f"p = {r['p_adjusted']:.2g} ({r['verdict']})" for r in close.to_dict("records")]
+    ladder = sorted({f for f in verdicts["flag"].fillna("").astype(str)
+                     if "changes with attack strength" in f})
+    counts = {}
+    for c in dict.fromkeys(verdicts["claim"]):
+        rows = tested[tested["claim"] == c]
+        counts[c] = ", ".join(f"{n} {k}" for k, n in rows["verdict"].value_counts(
+            sort=False).sort_index().items()) or "no test"
+    n_fam = len(fam)
+    bound = min(1.0, round(n_fam * alpha, 10))
+    shows = [f"This run has {n_fam} test families (one primary and one secondary family per "
+             f"claim); at α = {alpha:g} each, the chance of at least one false decisive verdict "
+             f"in the whole book is at most {bound:.2g} (Bonferroni over families)."]
+    n_sup = int((decisive["verdict"] == "supported").sum())
+    n_con = int((decisive["verdict"] == "contradicted").sum())
+    shows.append(f"Of the {len(tested)} tests, {len(decisive)} "
+                 f"{'is' if len(decisive) == 1 else 'are'} decisive: {n_sup} "
+                 f"support{'s' if n_sup == 1 else ''} a claim and {n_con} "
+                 f"contradict{'s' if n_con == 1 else ''} one.")
+    if sentences:
+        shows.append("Decisive findings (primaries first):\n\n"
+                     + "\n".join(f"- {x}" for x in sentences))
+    else:
+        shows.append("No comparison is decisive: the run cannot tell the architectures apart "
+                     "at the effects it can detect.")
+    if near_list:
+        shows.append(f"Near the threshold ({near[0]:g}·α to {near[1]:g}·α; a seed or a "
+                     "Monte-Carlo draw could move these):\n\n"
+                     + "\n".join(f"- {x}" for x in near_list))
+    return {"n_families": n_fam, "n_tests": len(tested),
+            "n_primary": int((tested["role"] == "primary").sum()), "error_bound": bound,
+            "n_decisive": len(decisive),
+            "n_supported": int((decisive["verdict"] == "supported").sum()),
+            "n_contradicted": int((decisive["verdict"] == "contradicted").sum()),
+            "counts": counts, "primary": primary, "primary_rows": primary_rows,
+            "decisive": sentences, "near": near_list, "n_near": len(near_list),
+            "ladder": ladder, "shows": "\n\n".join(shows)}
+
+
+def most_robust_vs_smoothest(summary: pd.DataFrame, *,
+                             measure: str = "end_to_end_scale_free") -> pd.DataFrame:
+    """Per perturbation kind: the architecture with the smallest mean accuracy drop and the one
+    with the lowest mean ``measure`` (means over seeds), and whether they agree; with, per
+    family pair, whether attention has the smaller drop and the lower measure.
+
+    Descriptive: the verdicts with intervals are :func:`evaluate`'s.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per kind: ``perturbation``, ``most_robust``, ``drop``, ``smoothest``,
+        ``value``, ``agree``, and per family pair ``{att}_smaller_drop`` and
+        ``{att}_lower_measure`` (bool).
+
+    Examples
+    --------
+    >>> s = pd.DataFrame({"arch": ["vit", "resnet"], "seed": 0, "perturbation": "fgsm",
+    ...                   "accuracy_drop": [0.5, 0.1], "end_to_end_scale_free": [0.2, 0.9]})
+    >>> most_robust_vs_smoothest(s)[["most_robust", "smoothest", "agree"]].values.tolist()
+    [['resnet', 'vit', False]]
+    """
+    require_columns(summary, ["arch", "perturbation", "accuracy_drop", measure], "summary")
+    drop = summary.groupby(["perturbation", "arch"], sort=False)["accuracy_drop"].mean().unstack()
+    val = summary.groupby(["perturbation", "arch"], sort=False)[measure].mean().unstack()
+    rows = []
+    for kind in drop.index:
+        robust, smooth = drop.loc[kind].idxmin(), val.loc[kind].idxmin()
+        row = {"perturbation": kind, "most_robust": robust, "drop": drop.loc[kind, robust],
+               "smoothest": smooth, "value": val.loc[kind, smooth], "agree": robust == smooth}
+        for att, conv in FAMILY_PAIRS:
+            if att in drop.columns and conv in drop.columns:
+                row[f"{att}_smaller_drop"] = bool(drop.loc[kind, att] < drop.loc[kind, conv])
+                row[f"{att}_lower_measure"] = bool(val.loc[kind, att] < val.loc[kind, conv])
+        rows.append(row)
+    return pd.DataFrame(rows)

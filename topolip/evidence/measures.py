@@ -1,0 +1,896 @@
+r"""The measure study: does TopoLip rank models by robustness better than simpler measures?
+
+Each measure of :data:`MEASURES` is oriented a priori (the sign in :data:`MEASURES`: a positive
+τ means "a larger value goes with a larger accuracy drop, as the measure's rationale predicts")
+and ranked against the accuracy a perturbation costs, within each perturbation kind.
+
+**Within architectures (the primary statistic).** The models of the chain are architectures ×
+seeds. A measure that only tells the architectures apart (a ViT has a larger ratio *and* a
+larger drop than a ResNet) earns a large τ over all models without ranking any two models of one
+design. The study's τ is therefore Kendall's τ-b over the pairs of models *of the same
+architecture* (:func:`within_tau`):
+
+.. math::
+
+    \tau_w = \frac{\sum_a \sum_{i<j \in a} \operatorname{sgn}(x_i - x_j)
+    \operatorname{sgn}(y_i - y_j)}{\sqrt{n_x\, n_y}},
+
+:math:`n_x, n_y` the within-architecture pairs untied in the measure and in the response (with
+no ties, the pair-count-weighted mean of the per-architecture τ). The τ over all models
+together (``tau_pooled``) is shown beside it, confounded by architecture.
+
+**Its p-value** is a permutation test that permutes the *seeds*: the responses of seed
+:math:`\pi(s)` are given to seed :math:`s`, the same permutation in every architecture and every
+perturbation kind. The seed is the unit of the design (the architectures of one seed share their
+images), so under the null that the measures of a seed are unrelated to its responses this
+permutation is exact, and it keeps the dependence between architectures that share a seed
+(permuting each architecture on its own would not). Up to :data:`EXACT_SEEDS` seeds every
+permutation is enumerated: with 5 seeds there are 120, so no p-value is below 1/120. TopoLip's
+τ averaged over the kinds is the one primary association test; the τ of the other measures and
+of single kinds form one Holm family.
+
+**TopoLip against a baseline** (:func:`compare_within`): the difference
+:math:`d = \tau_w(\text{TopoLip}) - \tau_w(\text{baseline})` on the pairs where both are defined,
+tested with a delete-one-seed jackknife: :math:`d_{(s)}` without seed :math:`s` (all its models,
+in every architecture and kind), :math:`\widehat{se}^2 = \frac{n-1}{n}\sum_s (d_{(s)} -
+\bar d)^2`, and :math:`t = d / \widehat{se}` against Student's t with :math:`n - 1` degrees of
+freedom (:math:`n` seeds). It respects the clustering (architectures are strata, the seed is the
+resampled unit, shared by the architectures and kinds) and needs no exchangeability of the two
+measures; by the Efron–Stein inequality the jackknife variance of a symmetric statistic of
+i.i.d. units is biased *upwards*, so the test errs on the conservative side (measured in
+``tests/test_measures.py``: about 2% false calls at α = 0.05 with 4 architectures × 5
+seeds). The comparisons are Holm-corrected (:func:`topolip.evidence.stats.holm`) in two families:
+the
+primary one (each baseline, τ averaged over the perturbation kinds: ``perturbation == "all"``)
+and the secondary one (each baseline and kind). "Better"/"worse" is said only where the Holm
+p-value is below α; the interval shown is the one that test uses (level :math:`1 - \alpha /
+c`, :math:`c` the Holm factor of the row, so it excludes 0 exactly when the row is decided).
+
+**Granulated τ** (:func:`granulated_taus`, Jiang et al. 2020): on the sweeps (one parameter
+varied at a time around a base model), for each architecture family and swept axis, τ over the
+models that differ only in that axis (same seed, the other axes at the base), averaged over the
+settings of the rest (the seeds); the family's value is the mean over its axes.
+
+Models whose TopoLip input displacement lies within the noise floor (``end_to_end_flag``) are
+left out of their kind's ranking for every measure (so TopoLip and the baselines rank the same
+models); their responses stay in the permutation.
+
+Torch-free.
+
+See Also
+--------
+topolip.evidence.stats.holm : the multiplicity correction.
+notebooks/09_measures : the chapter that reports the study (:func:`study_findings`).
+
+References
+----------
+.. [1] Y. Jiang, B. Neyshabur, H. Mobahi, D. Krishnan, S. Bengio, "Fantastic Generalization
+   Measures and Where to Find Them", ICLR 2020, arXiv:1912.02178.
+.. [2] B. Efron, C. Stein, "The jackknife estimate of variance", Ann. Statist. 9 (1981) 586-596.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats as _st
+
+from topolip.evidence import stats
+from topolip.schema import require_columns
+
+__all__ = ["EXACT_SEEDS", "MEASURES", "MIN_JACKKNIFE_SEEDS", "REFERENCE", "Measure",
+           "compare_within", "granulated_taus", "measure_population", "measure_study",
+           "study_findings", "within_tau"]
+
+#: The measure every baseline is compared with: end-to-end scale-free TopoLip.
+REFERENCE = "end_to_end_scale_free"
+
+#: Fewest seeds for the jackknife comparison (each replicate keeps n - 1 >= 3 seeds).
+MIN_JACKKNIFE_SEEDS = 4
+
+#: Largest number of seeds whose permutations are all enumerated (8! = 40,320): an exact test.
+EXACT_SEEDS = 8
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A column of the population table.
+
+    ``label`` is its human name; ``orientation`` +1 when a larger value predicts a larger drop,
+    -1 when it predicts a smaller one; ``kind`` is ``"topological"``, ``"geometric"``,
+    ``"Lipschitz"`` or ``"model"``; ``per_perturbation`` whether it uses the perturbation;
+    ``baseline`` whether TopoLip is compared with it; ``noise_floor`` whether it is a TopoLip
+    ratio over the input displacement (undefined when that lies within the noise floor).
+    """
+
+    column: str
+    label: str
+    orientation: int
+    kind: str
+    per_perturbation: bool
+    baseline: bool = True
+    noise_floor: bool = False
+
+
+#: TopoLip first (the reference), then its per-layer variant, then the baselines.
+MEASURES: tuple[Measure, ...] = (
+    Measure("end_to_end_scale_free", "TopoLip Δ_L/Δ_0 (scale-free)", 1, "topological", True,
+            baseline=False, noise_floor=True),
+    Measure("geometric_mean_scale_free", "TopoLip per-layer geometric mean", 1, "topological",
+            True, baseline=False, noise_floor=True),
+    Measure("end_to_end", "TopoLip Δ_L/Δ_0 (raw)", 1, "topological", True, noise_floor=True),
+    Measure("rtd_lite_ratio", "paired H0 cross-barcode ratio (RTD-Lite style)", 1,
+            "topological", True),
+    Measure("displacement_ratio_max", "Euclidean displacement ratio (max)", 1, "geometric",
+            True),
+    Measure("displacement_ratio_mean", "Euclidean displacement ratio (mean)", 1, "geometric",
+            True),
+    Measure("cka_distance", "1 − linear CKA at the last probe", 1, "geometric", True),
+    Measure("log10_lipschitz_estimate_product", "product of per-layer Lipschitz estimates", 1,
+            "Lipschitz", False),
+    Measure("log10_spectral_norm_product", "product of weight spectral norms", 1, "Lipschitz",
+            False),
+    Measure("logit_margin", "mean logit margin (clean)", -1, "model", False),
+    Measure("parameters", "parameter count", -1, "model", False),
+    Measure("accuracy_clean", "clean accuracy", -1, "model", False, baseline=False),
+)
+
+_BY_COLUMN = {m.column: m for m in MEASURES}
+
+
+# --------------------------------------------------------------------------- population
+
+
+def _flagged(table: pd.DataFrame, flag_column: str) -> np.ndarray:
+    if flag_column not in table:
+        return np.zeros(len(table), dtype=bool)
+    flag = table[flag_column]
+    return (flag.notna() & flag.astype(str).str.strip().ne("")).to_numpy()
+
+
+def measure_population(summary: pd.DataFrame, sweeps: pd.DataFrame | None = None, *,
+                       flag_column: str = "end_to_end_flag") -> pd.DataFrame:
+    """One row per model and perturbation kind: the chain's models, then the sweep points.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        The chain's per-model summary (``topolip_summary``: ``arch``, ``seed``,
+        ``perturbation``, ``accuracy_drop``, the measure columns, ``end_to_end_flag``).
+    sweeps : pandas.DataFrame, optional
+        Rows of :func:`topolip.experiments.sweeps.run_sweeps` (``sweeps.csv``: one per sweep point,
+        seed
+        and kind, with ``arch``, ``parameter``, ``value``, ``is_base``, ``seed``,
+        ``checkpoint`` and the same measure columns).
+    flag_column : str, default="end_to_end_flag"
+        Non-empty where the TopoLip input displacement lies within the noise floor.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``source`` (``"chain"`` or ``"sweep"``), ``model`` (an id: ``arch/seedN`` or
+        the sweep checkpoint), ``arch``, ``seed``, ``axis`` (the swept parameter; ``""`` for
+        the chain), ``value`` (its JSON value), ``is_base``, ``perturbation``, ``strength``,
+        ``excluded`` (bool: within the noise floor, left out of the rankings),
+        ``accuracy_drop`` and every measure column present. A sweep's base model appears once
+        per axis it belongs to (the granulated τ of each axis needs it).
+
+    Raises
+    ------
+    ValueError
+        If ``summary`` (or ``sweeps``) lacks an identifying column.
+
+    Examples
+    --------
+    >>> s = pd.DataFrame({"arch": ["vit", "vit"], "seed": [0, 1], "perturbation": "fgsm",
+    ...                   "accuracy_drop": [0.2, 0.3], "end_to_end_scale_free": [1.0, 2.0],
+    ...                   "end_to_end_flag": ["", "input displacement within the noise floor"]})
+    >>> measure_population(s)[["model", "excluded"]].values.tolist()
+    [['vit/seed0', False], ['vit/seed1', True]]
+    """
+    require_columns(summary, ["arch", "seed", "perturbation", "accuracy_drop"], "summary")
+    cols = [m.column for m in MEASURES]
+    chain = summary.copy()
+    chain["source"] = "chain"
+    chain["model"] = chain["arch"].astype(str) + "/seed" + chain["seed"].astype(str)
+    chain["axis"] = ""
+    chain["value"] = ""
+    chain["is_base"] = False
+    chain["excluded"] = _flagged(chain, flag_column)
+    parts = [chain]
+    present = [c for c in cols if c in summary.columns]
+    if sweeps is not None and len(sweeps):
+        require_columns(sweeps, ["arch", "parameter", "value", "seed", "perturbation",
+                                 "accuracy_drop"], "sweeps")
+        sw = sweeps.copy()
+        sw["source"] = "sweep"
+        sw["axis"] = sw["parameter"].astype(str)
+        sw["value"] = sw["value"].astype(str)
+        if "checkpoint" in sw:
+            sw["model"] = sw["checkpoint"].astype(str)
+        else:
+            sw["model"] = (sw["arch"].astype(str) + "/" + sw["axis"] + "=" + sw["value"]
+                           + "/seed" + sw["seed"].astype(str))
+        if "is_base" not in sw:
+            sw["is_base"] = False
+        if "accuracy_clean" not in sw and "test_accuracy" in sw:
+            sw["accuracy_clean"] = sw["test_accuracy"]
+        sw["excluded"] = _flagged(sw, flag_column)
+        parts.append(sw)
+        present += [c for c in cols if c in sw.columns and c not in present]
+    keep = ["source", "model", "arch", "seed", "axis", "value", "is_base", "perturbation",
+            "strength", "excluded", "accuracy_drop"] + [c for c in cols if c in present]
+    out = pd.concat([p.reindex(columns=keep) for p in parts], ignore_index=True)
+    out["is_base"] = out["is_base"].fillna(False).astype(bool)
+    out["excluded"] = out["excluded"].astype(bool)
+    return out
+
+
+# --------------------------------------------------------------------------- within-arch τ
+
+
+def _pair_signs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Signs of ``v[..., i, :] - v[..., j, :]`` over seed pairs i < j (axis -2 = seeds) and
+    whether both are finite; NaN differences give sign 0."""
+    n = values.shape[-2]
+    iu, ju = np.triu_indices(n, 1)
+    a, b = values[..., iu, :], values[..., ju, :]
+    valid = np.isfinite(a) & np.isfinite(b)
+    with np.errstate(invalid="ignore"):
+        s = np.where(valid, np.sign(a - b), 0.0)
+    return s, valid.astype(float)
+
+
+def _tau_b(sx, vx, sy, vy, axes=(-1, -2)) -> np.ndarray:
+    """τ-b over the pairs where both are valid: Σ sx sy / sqrt(#x untied · #y untied)."""
+    num = (sx * sy).sum(axis=axes)
+    den = np.sqrt((np.abs(sx) * vy).sum(axis=axes) * (np.abs(sy) * vx).sum(axis=axes))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def _grid(table: pd.DataFrame, column: str, seeds, archs, *, cluster: str,
+          unit: str) -> np.ndarray:
+    """``table[column]`` as a (seeds, archs) matrix, NaN where a model is missing."""
+    out = np.full((len(seeds), len(archs)), np.nan)
+    i = pd.Index(seeds).get_indexer(table[unit])
+    j = pd.Index(archs).get_indexer(table[cluster])
+    ok = (i >= 0) & (j >= 0)
+    out[i[ok], j[ok]] = pd.to_numeric(table[column], errors="coerce").to_numpy(float)[ok]
+    return out
+
+
+def within_tau(table: pd.DataFrame, measure: str, response: str = "accuracy_drop", *,
+               cluster: str = "arch", unit: str = "seed") -> tuple[float, int]:
+    """Kendall's τ-b over the pairs of models within the same ``cluster`` (architecture).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per model: ``cluster``, ``unit`` (at most one row per cluster and unit),
+        ``measure`` and ``response``.
+    measure, response : str
+        The columns ranked against each other (orient the measure first).
+    cluster : str, default="arch"
+        Pairs are formed only inside a value of this column.
+    unit : str, default="seed"
+        The model's replicate label inside its cluster.
+
+    Returns
+    -------
+    (float, int)
+        τ-b over the within-cluster pairs where both columns are finite (NaN when no such pair
+        is untied in either column, e.g. a measure constant within every architecture), and the
+        number of those pairs.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing or a (cluster, unit) repeats.
+
+    Notes
+    -----
+    :math:`\\tau_w = \\sum_{i<j,\\ a_i = a_j} \\operatorname{sgn}(\\Delta x)
+    \\operatorname{sgn}(\\Delta y) / \\sqrt{n_x n_y}`; with no ties, the mean of the
+    per-cluster τ weighted by their pair counts.
+
+    Examples
+    --------
+    Within each architecture the measure orders the two seeds as the drop does; across them it
+    does not:
+
+    >>> t = pd.DataFrame({"arch": ["a", "a", "b", "b"], "seed": [0, 1, 0, 1],
+    ...                   "m": [1.0, 2.0, -5.0, -4.0], "r": [0.1, 0.2, 0.8, 0.9]})
+    >>> within_tau(t, "m", "r")
+    (1.0, 2)
+    """
+    require_columns(table, [cluster, unit, measure, response], "table")
+    if table.duplicated([cluster, unit]).any():
+        raise ValueError(f"table has repeated ({cluster}, {unit}) rows; give one row per model")
+    seeds = sorted(table[unit].unique())
+    archs = sorted(table[cluster].astype(str).unique())
+    t = table.assign(**{cluster: table[cluster].astype(str)})
+    sx, vx = _pair_signs(_grid(t, measure, seeds, archs, cluster=cluster, unit=unit))
+    sy, vy = _pair_signs(_grid(t, response, seeds, archs, cluster=cluster, unit=unit))
+    return float(_tau_b(sx, vx, sy, vy)), int((vx * vy).sum())
+
+
+def _holm_level(p: np.ndarray, p_holm: np.ndarray, alpha: float, m: int) -> np.ndarray:
+    """Per-row interval level α / c with c = p_holm / p (Bonferroni's m where p = 0): the
+    interval excludes the null exactly when the Holm-adjusted p-value is below α."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        c = np.where(p > 0, p_holm / np.where(p > 0, p, 1.0), float(max(m, 1)))
+    return alpha / np.maximum(c, 1.0)
+
+
+def _jackknife(d: float, reps: np.ndarray) -> tuple[float, float, float]:
+    """(se, t, two-sided p) of the delete-one-unit jackknife, t with n - 1 df."""
+    n = len(reps)
+    if not math.isfinite(d) or n < MIN_JACKKNIFE_SEEDS or not np.isfinite(reps).all():
+        return math.nan, math.nan, math.nan
+    se = math.sqrt((n - 1) / n * float(((reps - reps.mean()) ** 2).sum()))
+    if se == 0.0:
+        return 0.0, (0.0 if d == 0 else math.copysign(math.inf, d)), (1.0 if d == 0 else 0.0)
+    t = d / se
+    return se, t, float(2 * _st.t.sf(abs(t), n - 1))
+
+
+def compare_within(table: pd.DataFrame, a: str, b: str, response: str = "accuracy_drop", *,
+                   cluster: str = "arch", unit: str = "seed",
+                   strata: str | None = None) -> dict[str, float]:
+    """Within-cluster τ of measure ``a`` minus that of ``b``, with its delete-one-unit jackknife.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per model (and stratum): ``cluster``, ``unit``, ``a``, ``b``, ``response``
+        (and ``strata``).
+    a, b : str
+        The measures compared (oriented), e.g. TopoLip and a baseline.
+    response : str, default="accuracy_drop"
+        What both are ranked against.
+    cluster, unit : str
+        Pairs are formed within ``cluster``; ``unit`` is the resampled replicate (the seed,
+        shared by the clusters: deleting a seed deletes its model in every cluster).
+    strata : str, optional
+        A column (the perturbation kind) whose values are analysed apart and averaged: ``d``
+        is the mean over strata of the per-stratum difference (strata where it is defined);
+        deleting a unit deletes it from every stratum.
+
+    Returns
+    -------
+    dict
+        ``diff`` (τ_w(a) − τ_w(b) on the pairs where both are defined), ``se`` (jackknife),
+        ``t``, ``df`` (units − 1), ``p`` (two-sided, Student's t), ``n_units``. A stratum
+        enters only where the difference is defined in every delete-one-unit replicate;
+        ``se``, ``t`` and ``p`` are NaN with fewer than :data:`MIN_JACKKNIFE_SEEDS` units or when no
+        stratum is.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing.
+
+    Examples
+    --------
+    ``a`` follows the response within both architectures, ``b`` is reversed in one of them:
+
+    >>> r = np.array([1, 2, 3, 4, 5, 1, 2, 3, 4, 5.0])
+    >>> t = pd.DataFrame({"arch": np.repeat(["x", "y"], 5), "seed": np.tile(range(5), 2),
+    ...                   "a": r, "b": np.r_[r[:5], -r[5:]], "r": r})
+    >>> out = compare_within(t, "a", "b", "r")
+    >>> round(out["diff"], 3), out["n_units"], out["df"]
+    (1.0, 5, 4)
+    """
+    cols = [cluster, unit, a, b, response] + ([strata] if strata else [])
+    require_columns(table, cols, "table")
+    seeds = sorted(table[unit].unique())
+    archs = sorted(table[cluster].astype(str).unique())
+    t = table.assign(**{cluster: table[cluster].astype(str)})
+    groups = [g for _, g in t.groupby(strata, sort=False)] if strata else [t]
+    n = len(seeds)
+    iu, ju = np.triu_indices(n, 1)
+    keep = np.stack([(iu != s) & (ju != s) for s in range(n)]).astype(float)  # (n, P)
+    diffs, reps = [], []
+    for g in groups:
+        sa, va = _pair_signs(_grid(g, a, seeds, archs, cluster=cluster, unit=unit))
+        sb, vb = _pair_signs(_grid(g, b, seeds, archs, cluster=cluster, unit=unit))
+        sy, vy = _pair_signs(_grid(g, response, seeds, archs, cluster=cluster, unit=unit))
+        both = va * vb
+        sa, sb = sa * both, sb * both
+        d = float(_tau_b(sa, both, sy, vy) - _tau_b(sb, both, sy, vy))
+        k = keep[:, :, None]
+        rep = (_tau_b(sa * k, both * k, sy * k, vy * k)
+               - _tau_b(sb * k, both * k, sy * k, vy * k))
+        # a stratum enters only where the difference is defined with every seed left out too
+        # (a kind left with few models by the noise floor may lose its last pair), so every
+        # jackknife replicate averages the same strata
+        if not (math.isfinite(d) and np.isfinite(rep).all()):
+            continue
+        diffs.append(d)
+        reps.append(rep)
+    if not diffs:
+        return {"diff": math.nan, "se": math.nan, "t": math.nan, "df": n - 1, "p": math.nan,
+                "n_units": n}
+    d = float(np.mean(diffs))
+    se, tt, p = _jackknife(d, np.mean(reps, axis=0) if n else np.array([]))
+    return {"diff": d, "se": se, "t": tt, "df": n - 1, "p": p, "n_units": n}
+
+
+# --------------------------------------------------------------------------- granulated τ
+
+
+def _kendall_small(x: np.ndarray, y: np.ndarray) -> float:
+    """τ-b of two short vectors (defined from 2 finite points; NaN when one is constant)."""
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    if len(x) < 2:
+        return math.nan
+    iu, ju = np.triu_indices(len(x), 1)
+    sx, sy = np.sign(x[iu] - x[ju]), np.sign(y[iu] - y[ju])
+    den = math.sqrt(np.count_nonzero(sx) * np.count_nonzero(sy))
+    return float((sx * sy).sum() / den) if den > 0 else math.nan
+
+
+def granulated_taus(sweep: pd.DataFrame, measure: str, response: str = "accuracy_drop", *,
+                    family: str = "arch", axis: str = "axis",
+                    setting: str = "seed") -> pd.DataFrame:
+    """Per-axis granulated Kendall τ of Jiang et al. (2020), within each architecture family.
+
+    Parameters
+    ----------
+    sweep : pandas.DataFrame
+        One row per sweep model and axis it belongs to (the ``source == "sweep"`` rows of
+        :func:`measure_population`, one perturbation kind): ``family``, ``axis``,
+        ``setting``, ``measure``, ``response``.
+    measure, response : str
+        The columns ranked (orient the measure first).
+    family : str, default="arch"
+        The architecture family: axes are never mixed across families.
+    axis : str, default="axis"
+        The swept hyper-parameter of the row.
+    setting : str, default="seed"
+        What else identifies a model of the axis: the models of one (family, axis, setting)
+        differ only in that axis (a one-at-a-time sweep holds the other axes at the base).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per family and axis: ``arch`` (the family), ``axis``, ``tau`` (the mean over
+        settings of τ over the axis's models; NaN when none is defined), ``n_settings``
+        (settings with a defined τ), ``n_models`` (rows).
+
+    Raises
+    ------
+    ValueError
+        If a column is missing.
+
+    Notes
+    -----
+    Jiang et al.'s :math:`\\psi_i = m_i^{-1} \\sum_{\\theta_{-i}} \\tau(\\{(\\mu(\\theta),
+    g(\\theta)) : \\theta_i \\in \\Theta_i\\})`, the granulated coefficient
+    :math:`\\Psi = n^{-1} \\sum_i \\psi_i` (the mean of ``tau`` over a family's axes). τ over
+    two models is their concordance (±1).
+
+    Examples
+    --------
+    Width orders models as the drop does; depth reverses them:
+
+    >>> t = pd.DataFrame({"arch": "vit", "seed": 0, "axis": ["w"] * 3 + ["d"] * 2,
+    ...                   "m": [1, 2, 3, 1, 2], "r": [1, 2, 3, 2, 1]})
+    >>> granulated_taus(t, "m", "r")[["axis", "tau"]].values.tolist()
+    [['d', -1.0], ['w', 1.0]]
+    """
+    require_columns(sweep, [family, axis, setting, measure, response], "sweep")
+    rows = []
+    for (fam, ax), g in sweep.groupby([family, axis], sort=True):
+        taus = [_kendall_small(s[measure].to_numpy(float), s[response].to_numpy(float))
+                for _, s in g.groupby(setting)]
+        taus = [t for t in taus if math.isfinite(t)]
+        rows.append({"arch": fam, "axis": ax, "tau": float(np.mean(taus)) if taus else math.nan,
+                     "n_settings": len(taus), "n_models": len(g)})
+    return pd.DataFrame(rows, columns=["arch", "axis", "tau", "n_settings", "n_models"])
+
+
+# --------------------------------------------------------------------------- the study
+
+
+def _seed_permutations(n: int, n_resamples: int, seed: int,
+                       exact_seeds: int = EXACT_SEEDS) -> tuple[np.ndarray, bool]:
+    """Every permutation of ``n`` seeds when ``n <= exact_seeds`` (exact test), else
+    ``n_resamples`` random ones; and whether the set is exact."""
+    if n <= exact_seeds:
+        return np.array(list(itertools.permutations(range(n))), dtype=int).reshape(-1, n), True
+    rng = np.random.default_rng(seed)
+    return np.argsort(rng.random((n_resamples, n)), axis=1), False
+
+
+def _oriented(table: pd.DataFrame, measures) -> pd.DataFrame:
+    t = table.copy()
+    out = t.copy()
+    excluded = t["excluded"].to_numpy(bool) if "excluded" in t else np.zeros(len(t), bool)
+    for m in measures:
+        v = m.orientation * pd.to_numeric(t[m.column], errors="coerce").astype(float)
+        out[m.column] = v.where(~excluded)
+    return out
+
+
+def measure_study(population: pd.DataFrame, *, reference: str = REFERENCE,
+                  response: str = "accuracy_drop", alpha: float = 0.05,
+                  n_resamples: int = 2000, seed: int = 0,
+                  exact_seeds: int = EXACT_SEEDS) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Within-architecture Kendall τ of every measure with the drop, and TopoLip against each.
+
+    Parameters
+    ----------
+    population : pandas.DataFrame
+        From :func:`measure_population`: the ``source == "chain"`` rows give the
+        within-architecture and pooled τ and the comparisons, the ``"sweep"`` rows the
+        granulated τ.
+    reference : str, default="end_to_end_scale_free"
+        The measure compared with every baseline of :data:`MEASURES`.
+    response : str, default="accuracy_drop"
+        The robustness column.
+    alpha : float, default=0.05
+        Family-wise error rate of each Holm family.
+    n_resamples : int, default=2000
+        Random seed permutations of the within-architecture p-values when there are more than
+        :data:`EXACT_SEEDS` seeds (fewer: every permutation, exact); the Monte-Carlo error of a
+        p-value, ``sqrt(p(1-p)/n_resamples)``, is reported as ``p_mc_se``.
+    seed : int, default=0
+        Seed of the permutations (one set, shared by every measure and kind).
+    exact_seeds : int, default=EXACT_SEEDS
+        Up to this many seeds every permutation is enumerated (a simulation may lower it to
+        use ``n_resamples`` random ones instead).
+
+    Returns
+    -------
+    study : pandas.DataFrame
+        One row per perturbation (each kind, then ``"all"``: the mean over kinds, the primary
+        rows) and measure: ``perturbation``, ``role`` (``primary``/``secondary``),
+        ``measure``, ``label``, ``kind``, ``baseline`` (bool), ``n_models`` (ranked),
+        ``n_excluded`` (noise floor), ``n_archs``, ``n_seeds``, ``n_pairs`` (within-arch
+        pairs), ``tau_within``, ``p_within`` (seed permutation, two-sided),
+        ``n_permutations`` (all of them, an exact test, up to :data:`EXACT_SEEDS` seeds),
+        ``p_mc_se`` (0 when exact), ``p_within_holm`` (TopoLip's primary τ is one test, left
+        as it is; every other τ is one Holm family), ``rank`` (1 = largest
+        ``tau_within`` of the perturbation), ``n_ranked``, ``tau_pooled`` (all models
+        together, confounded by architecture), ``diff`` (τ_w of TopoLip minus this measure),
+        ``diff_se``, ``diff_df``, ``p_diff`` (jackknife t), ``p_diff_holm`` (Holm within the
+        role's family of comparisons), ``diff_low``, ``diff_high`` (the Holm-consistent
+        interval), ``comparison`` (``"TopoLip better"``, ``"TopoLip worse"``, ``"no difference
+        shown"``, ``"not testable"``; ``""`` for non-baselines), ``granulated_tau`` (mean over
+        families of the mean over axes; for ``"all"`` also over the sweeps' kinds), ``n_axes``
+        (distinct family × axis with a defined τ), ``n_families``.
+    granulated : pandas.DataFrame
+        One row per perturbation, measure, family and axis (:func:`granulated_taus`), plus
+        ``perturbation`` and ``measure``.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing or the population lacks the reference measure or chain rows.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0); n = 6
+    >>> drop = rng.random(2 * n)
+    >>> pop = pd.DataFrame({"source": "chain", "arch": np.repeat(["a", "b"], n),
+    ...     "seed": np.tile(range(n), 2), "perturbation": "fgsm", "excluded": False,
+    ...     "accuracy_drop": drop, "end_to_end_scale_free": drop,
+    ...     "displacement_ratio_max": rng.random(2 * n)})
+    >>> study, _ = measure_study(pop, n_resamples=199)
+    >>> s = study.set_index(["perturbation", "measure"])
+    >>> s.loc[("all", "end_to_end_scale_free"), ["tau_within", "rank"]].tolist()
+    [1.0, 1.0]
+    """
+    require_columns(population, ["source", "arch", "seed", "perturbation", response],
+                    "population")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples!r}")
+    present = [m for m in MEASURES if m.column in population.columns
+               and pd.to_numeric(population[m.column], errors="coerce").notna().any()]
+    if reference not in [m.column for m in present]:
+        raise ValueError(f"the population lacks the reference measure {reference!r}")
+    chain = population[population["source"] == "chain"]
+    if chain.empty:
+        raise ValueError("the population has no chain rows (source == 'chain')")
+    if chain.duplicated(["arch", "seed", "perturbation"]).any():
+        raise ValueError("the population repeats an (arch, seed, perturbation) chain row")
+    chain = _oriented(chain.assign(arch=chain["arch"].astype(str)), present)
+    kinds = list(dict.fromkeys(chain["perturbation"]))
+    seeds = sorted(chain["seed"].unique())
+    archs = sorted(chain["arch"].unique())
+    perms, exact = _seed_permutations(len(seeds), n_resamples, seed, exact_seeds)
+    n_perm = len(perms)
+    cols = [m.column for m in present]
+
+    per_kind, null = {}, {}
+    for kind in kinds:
+        g = chain[chain["perturbation"] == kind]
+        y = _grid(g, response, seeds, archs, cluster="arch", unit="seed")
+        x = np.stack([_grid(g, c, seeds, archs, cluster="arch", unit="seed") for c in cols])
+        sx, vx = _pair_signs(x)                        # (M, P, A)
+        sy, vy = _pair_signs(y)                        # (P, A)
+        syp, vyp = _pair_signs(y[perms])               # (B, P, A)
+        tau = _tau_b(sx, vx, sy[None], vy[None])       # (M,)
+        num = np.einsum("mpa,bpa->bm", sx, syp)
+        den = np.sqrt(np.einsum("mpa,bpa->bm", np.abs(sx), vyp)
+                      * np.einsum("bpa,mpa->bm", np.abs(syp), vx))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            null[kind] = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        pooled = [stats.kendall_tau(g[c].to_numpy(float), g[response].to_numpy(float))
+                  for c in cols]
+        n_ex = int(g["excluded"].sum()) if "excluded" in g else 0
+        per_kind[kind] = {"tau": tau, "pooled": np.array(pooled), "n_pairs": (vx * vy).sum((1, 2)),
+                          "finite": np.isfinite(x) & np.isfinite(y)[None],
+                          "n_excluded": n_ex}
+
+    rows = []
+    for kind in [*kinds, "all"]:
+        if kind == "all":
+            taus = np.array([per_kind[k]["tau"] for k in kinds])          # (K, M)
+            defined = np.isfinite(taus)
+            with np.errstate(invalid="ignore"):
+                tau = np.where(defined.any(0), np.nansum(taus, 0) / defined.sum(0), np.nan)
+                nulls = np.stack([null[k] for k in kinds])                # (K, B, M)
+                nulls = np.where(defined[:, None, :], nulls, 0.0)
+                tnull = nulls.sum(0) / np.maximum(defined.sum(0), 1)
+            pk = np.array([per_kind[k]["pooled"] for k in kinds])
+            pooled = np.where(np.isfinite(pk).any(0), np.nansum(pk, 0)
+                              / np.maximum(np.isfinite(pk).sum(0), 1), np.nan)
+            info = {"n_pairs": sum(per_kind[k]["n_pairs"] for k in kinds),
+                    "finite": np.any([per_kind[k]["finite"] for k in kinds], axis=0),
+                    "n_excluded": sum(per_kind[k]["n_excluded"] for k in kinds)}
+        else:
+            tau, tnull, pooled = per_kind[kind]["tau"], null[kind], per_kind[kind]["pooled"]
+            info = per_kind[kind]
+        with np.errstate(invalid="ignore"):
+            exceed = (np.abs(tnull) >= np.abs(tau)[None, :] - 1e-12).sum(0)
+        # exact: the identity is one of the permutations; Monte Carlo: (1 + #) / (1 + B)
+        p = np.where(np.isfinite(tau), exceed / n_perm if exact
+                     else (1 + exceed) / (1 + n_perm), np.nan)
+        n_models = info["finite"].sum(axis=(1, 2))
+        order = pd.Series(tau).rank(ascending=False, method="min")
+        sub = chain if kind == "all" else chain[chain["perturbation"] == kind]
+        for i, m in enumerate(present):
+            cmp = {"diff": math.nan, "se": math.nan, "df": math.nan, "p": math.nan}
+            if m.baseline and m.column != reference:
+                cmp = compare_within(sub, reference, m.column, response,
+                                     strata="perturbation" if kind == "all" else None)
+            rows.append({
+                "perturbation": kind, "role": "primary" if kind == "all" else "secondary",
+                "measure": m.column, "label": m.label, "kind": m.kind,
+                "baseline": bool(m.baseline and m.column != reference),
+                "n_models": int(n_models[i]), "n_excluded": int(info["n_excluded"]),
+                "n_archs": len(archs), "n_seeds": len(seeds),
+                "n_pairs": int(info["n_pairs"][i]), "tau_within": float(tau[i]),
+                "p_within": float(p[i]), "n_permutations": n_perm,
+                "p_mc_se": 0.0 if exact else float(math.sqrt(p[i] * (1 - p[i]) / n_perm))
+                if math.isfinite(p[i]) else math.nan,
+                "rank": float(order.iloc[i]), "n_ranked": int(np.isfinite(tau).sum()),
+                "tau_pooled": float(pooled[i]), "diff": cmp["diff"], "diff_se": cmp["se"],
+                "diff_df": cmp["df"], "p_diff": cmp["p"]})
+    study = pd.DataFrame(rows)
+    study["p_within_holm"] = np.nan
+    study["p_diff_holm"] = np.nan
+    study["diff_low"] = np.nan
+    study["diff_high"] = np.nan
+    study["comparison"] = ""
+    # association: TopoLip's mean-over-kinds τ is one test; every other τ is one Holm family
+    primary_tau = (study["role"] == "primary") & (study["measure"] == reference)
+    study.loc[primary_tau, "p_within_holm"] = study.loc[primary_tau, "p_within"]
+    study.loc[~primary_tau, "p_within_holm"] = stats.holm(
+        study.loc[~primary_tau, "p_within"].to_numpy(float))
+    for _role, idx in study.groupby("role").groups.items():
+        part = study.loc[idx]
+        base = part[part["baseline"]]
+        ph = stats.holm(base["p_diff"].to_numpy(float))
+        pv = base["p_diff"].to_numpy(float)
+        level = _holm_level(pv, ph, alpha, int(np.isfinite(pv).sum()))
+        q = _st.t.ppf(1 - level / 2, base["diff_df"].to_numpy(float))
+        se, d = base["diff_se"].to_numpy(float), base["diff"].to_numpy(float)
+        with np.errstate(invalid="ignore"):
+            study.loc[base.index, "p_diff_holm"] = ph
+            study.loc[base.index, "diff_low"] = d - q * se
+            study.loc[base.index, "diff_high"] = d + q * se
+        verdict = np.where(~np.isfinite(ph), "not testable",
+                           np.where(ph < alpha, np.where(d > 0, "TopoLip better",
+                                                         "TopoLip worse"),
+                                    "no difference shown"))
+        study.loc[base.index, "comparison"] = verdict
+
+    granulated = _granulated(population, present, response)
+    g_rows = []
+    for _, r in study.iterrows():
+        sel = granulated[granulated["measure"] == r["measure"]]
+        if r["perturbation"] != "all":
+            sel = sel[sel["perturbation"] == r["perturbation"]]
+        sel = sel.dropna(subset=["tau"])
+        if sel.empty:
+            g_rows.append((math.nan, 0, 0))
+            continue
+        fam = sel.groupby(["perturbation", "arch"])["tau"].mean()
+        per_kind_mean = fam.groupby(level="perturbation").mean()
+        g_rows.append((float(per_kind_mean.mean()),
+                       int(len(sel.drop_duplicates(["arch", "axis"]))), int(sel["arch"].nunique())))
+    study["granulated_tau"] = [g for g, _, _ in g_rows]
+    study["n_axes"] = [n for _, n, _ in g_rows]
+    study["n_families"] = [n for _, _, n in g_rows]
+    return study, granulated
+
+
+def _granulated(population, present, response) -> pd.DataFrame:
+    sw = population[population["source"] == "sweep"] if "source" in population else None
+    cols = ["perturbation", "measure", "arch", "axis", "tau", "n_settings", "n_models"]
+    if sw is None or sw.empty or "axis" not in sw:
+        return pd.DataFrame(columns=cols)
+    sw = _oriented(sw, present)
+    parts = []
+    for kind, g in sw.groupby("perturbation", sort=False):
+        for m in present:
+            if g[m.column].notna().any():
+                parts.append(granulated_taus(g, m.column, response)
+                             .assign(perturbation=kind, measure=m.column))
+    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
+
+
+# --------------------------------------------------------------------------- findings
+
+
+def _fmt_p(p: float) -> str:
+    if not math.isfinite(p):
+        return "undefined"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
+
+
+def study_findings(study: pd.DataFrame, *, alpha: float = 0.05, reference: str = REFERENCE,
+             kind_label=str) -> dict[str, object]:
+    """The numbers and phrases the measure chapter glues into its prose.
+
+    Parameters
+    ----------
+    study : pandas.DataFrame
+        :func:`measure_study`'s first table (or ``measure_study.csv`` read back).
+    alpha : float, default=0.05
+        The level the Holm p-values are read at.
+    reference : str, default="end_to_end_scale_free"
+        TopoLip's measure.
+    kind_label : callable, default=str
+        Names a perturbation kind in the text (e.g. :func:`topolip.report.format.kind_label`).
+
+    Returns
+    -------
+    dict
+        ``n_models``, ``n_archs``, ``n_seeds`` (chain design); ``ref_tau``, ``ref_p``,
+        ``ref_p_holm``, ``ref_significant`` (bool), ``ref_tau_pooled``, ``ref_rank``
+        (``"k of m"``), ``top_measure``, ``top_tau`` (primary rows: the mean over kinds);
+        ``n_comparisons``, ``n_better``, ``n_worse``, ``n_undecided``, ``n_untestable``,
+        ``better``, ``worse`` (baseline labels, ``"none"`` if empty) for the primary family;
+        ``n_secondary``, ``n_secondary_better``, ``n_secondary_worse``; ``ref_taus_by_kind``
+        (text); ``n_significant_measures`` (primary τ with Holm p < α); ``granulated``
+        (text); ``p_mc_se`` (largest Monte-Carlo error of a primary p-value); ``near``
+        (primary comparisons or τ whose Holm p lies within 2 Monte-Carlo errors, or 0.01, of
+        α); ``sentence`` (the chapter's one-sentence finding); ``n_kinds`` (perturbation
+        kinds), ``n_excluded`` (model × kind rows left out: noise floor), ``n_permutations``
+        and ``min_p`` (the smallest p-value the seed permutation can give; where the table has
+        these columns), ``n_tau_family`` (the τ tests in the Holm family of the other
+        measures) and ``family_note`` (whether ``min_p`` lets any of them survive Holm).
+
+    Raises
+    ------
+    ValueError
+        If a column is missing or there are no primary rows for ``reference``.
+
+    Examples
+    --------
+    >>> s = pd.DataFrame({"perturbation": "all", "role": "primary",
+    ...     "measure": ["end_to_end_scale_free", "cka_distance"],
+    ...     "label": ["TopoLip", "CKA"], "baseline": [False, True], "n_models": 20,
+    ...     "n_archs": 4, "n_seeds": 5, "tau_within": [0.2, 0.5], "p_within": [0.2, 0.001],
+    ...     "p_within_holm": [0.2, 0.002], "p_mc_se": [0.009, 0.0007], "rank": [2.0, 1.0],
+    ...     "n_ranked": 2, "tau_pooled": [0.5, 0.4], "p_diff_holm": [float("nan"), 0.3],
+    ...     "comparison": ["", "no difference shown"], "granulated_tau": float("nan"),
+    ...     "n_axes": 0})
+    >>> f = study_findings(s)
+    >>> f["ref_rank"], f["top_measure"], f["n_undecided"], f["better"]
+    ('2 of 2', 'CKA', 1, 'none')
+    """
+    need = ["perturbation", "role", "measure", "label", "baseline", "n_models", "n_archs",
+            "n_seeds", "tau_within", "p_within", "p_within_holm", "p_mc_se", "rank",
+            "n_ranked", "tau_pooled", "p_diff_holm", "comparison", "granulated_tau", "n_axes"]
+    require_columns(study, need, "study")
+    s = study.copy()
+    s["comparison"] = s["comparison"].astype(object).where(s["comparison"].notna(), "")
+    s["baseline"] = s["baseline"].astype(str).str.lower().isin(["true", "1"])
+    prim = s[s["role"] == "primary"]
+    ref = prim[prim["measure"] == reference]
+    if ref.empty:
+        raise ValueError(f"study has no primary row for {reference!r}")
+    r = ref.iloc[0]
+    base = prim[prim["baseline"]]
+    counts = base["comparison"].value_counts()
+    sec = s[(s["role"] == "secondary") & s["baseline"]]["comparison"].value_counts()
+    ranked = prim.dropna(subset=["tau_within"]).sort_values("tau_within", ascending=False)
+
+    def names(verdict):
+        lab = base.loc[base["comparison"] == verdict, "label"].tolist()
+        return ", ".join(lab) if lab else "none"
+
+    ref_sig = bool(math.isfinite(r["p_within_holm"]) and r["p_within_holm"] < alpha)
+    rank = (f"{int(r['rank'])} of {int(r['n_ranked'])}" if math.isfinite(r["rank"])
+            else "unranked (τ undefined within architectures)")
+    by_kind = s[(s["role"] == "secondary") & (s["measure"] == reference)]
+    ref_taus = "; ".join(f"{kind_label(k)} {t:+.2f}" for k, t in zip(by_kind["perturbation"],
+                                                         by_kind["tau_within"], strict=True)
+                         if math.isfinite(t)) or "undefined"
+    g = r["granulated_tau"]
+    fams = (f" of {int(r['n_families'])} architecture families" if "n_families" in r
+            and math.isfinite(r["n_families"]) else "")
+    gran = (f"{g:+.2f} over {int(r['n_axes'])} swept axes{fams}"
+            if math.isfinite(g) else "undefined (no sweep axis has two comparable models)")
+    mc = float(prim["p_mc_se"].max()) if prim["p_mc_se"].notna().any() else math.nan
+    margin = max(2 * mc if math.isfinite(mc) else 0.0, 0.01)
+    pvals = pd.concat([prim["p_within_holm"], base["p_diff_holm"]]).dropna()
+    near = int(((pvals - alpha).abs() <= margin).sum())
+    n_perm = int(r["n_permutations"]) if "n_permutations" in r else 0
+    min_p = 1.0 / n_perm if n_perm > 0 else math.nan
+    is_ref_primary = (s["role"] == "primary") & (s["measure"] == reference)
+    n_family = int(s.loc[~is_ref_primary, "p_within"].notna().sum())
+    family_note = ("so in a Holm family of that size no measure's τ can survive the "
+                   "correction, whatever its size"
+                   if math.isfinite(min_p) and n_family and min_p * n_family >= alpha else
+                   "small enough for a large τ to survive the correction")
+    n_b, n_w = int(counts.get("TopoLip better", 0)), int(counts.get("TopoLip worse", 0))
+    n_cmp = int(base["comparison"].isin(["TopoLip better", "TopoLip worse",
+                                          "no difference shown"]).sum())
+    if n_b or n_w:
+        verdict = " and ".join(
+            part for part in (
+                "is significantly better than " + names("TopoLip better") if n_b else "",
+                "is significantly worse than " + names("TopoLip worse") if n_w else "")
+            if part)
+    else:
+        verdict = "is neither significantly better nor significantly worse than any of them"
+    sentence = (
+        f"Within architectures, TopoLip ranks {rank} measures by Kendall τ with the accuracy "
+        f"drop (τ = {r['tau_within']:+.2f}, seed-permutation p {_fmt_p(r['p_within'])}: "
+        f"{'an association' if ref_sig else 'no association'} shown at α = {alpha:g}); "
+        "against the "
+        f"{n_cmp} testable baselines it {verdict} (Holm, α = {alpha:g}). Pooled over "
+        f"architectures its τ is {r['tau_pooled']:+.2f}, a number that mixes the ranking of "
+        "architectures with that of models.")
+    if not math.isfinite(r["tau_within"]):
+        sentence = (
+            f"With {int(r['n_seeds'])} seed(s) per architecture, TopoLip ranks no two models of "
+            "one architecture (after the noise-floor exclusions), so its within-architecture τ "
+            "is undefined and no baseline is compared; pooled over architectures, a number "
+            f"confounded by architecture, its τ is {r['tau_pooled']:+.2f}.")
+    return {
+        "n_models": int(r["n_models"]), "n_archs": int(r["n_archs"]),
+        "n_seeds": int(r["n_seeds"]), "ref_tau": float(r["tau_within"]),
+        "ref_p": float(r["p_within"]), "ref_p_holm": float(r["p_within_holm"]),
+        "ref_significant": ref_sig, "ref_tau_pooled": float(r["tau_pooled"]),
+        "ref_rank": rank, "top_measure": ranked["label"].iloc[0] if len(ranked) else "none",
+        "top_tau": float(ranked["tau_within"].iloc[0]) if len(ranked) else math.nan,
+        "n_comparisons": n_cmp, "n_better": n_b, "n_worse": n_w,
+        "n_undecided": int(counts.get("no difference shown", 0)),
+        "n_untestable": int(counts.get("not testable", 0)),
+        "better": names("TopoLip better"), "worse": names("TopoLip worse"),
+        "n_secondary": int(sec.drop("not testable", errors="ignore").sum()),
+        "n_secondary_better": int(sec.get("TopoLip better", 0)),
+        "n_secondary_worse": int(sec.get("TopoLip worse", 0)),
+        "ref_taus_by_kind": ref_taus,
+        "n_significant_measures": int((prim["p_within_holm"] < alpha).sum()),
+        "granulated": gran, "p_mc_se": mc, "near": near, "sentence": sentence,
+        "n_kinds": int(len(by_kind)),
+        "n_excluded": int(r["n_excluded"]) if "n_excluded" in r else 0,
+        "n_permutations": n_perm, "min_p": min_p, "n_tau_family": n_family,
+        "family_note": family_note,
+    }

@@ -1,0 +1,77 @@
+"""The experiments layer (torch): one trained model in, tidy rows out (TopoLip, robustness, OOD,
+baselines, sweeps).
+"""
+
+from __future__ import annotations
+
+from topolip.experiments.baselines import (
+    cka_distance,
+    displacement_ratio,
+    lipschitz_estimate_product,
+    logit_margin,
+    margin_from_logits,
+    paired_displacement,
+    rtd_lite,
+    spectral_norm_product,
+)
+from topolip.experiments.measure import (
+    ModelImages,
+    ModelMeasurement,
+    measure_bounds,
+    measure_bounds_trained,
+    measure_model,
+    measure_trained,
+    model_images,
+    model_summaries,
+    seed_batch,
+)
+from topolip.experiments.ood import (
+    measure_ood,
+    measure_ood_trained,
+    ood_auroc_resamples,
+    ood_behaviour,
+)
+from topolip.experiments.robustness import (
+    attack_ladder,
+    max_softmax,
+    robustness_curves,
+    robustness_trained,
+    softmax_predictions,
+)
+from topolip.experiments.sweeps import (
+    SweepPoint,
+    run_sweeps,
+    sweep_points,
+)
+
+__all__ = [
+    "ModelImages",
+    "ModelMeasurement",
+    "SweepPoint",
+    "attack_ladder",
+    "cka_distance",
+    "displacement_ratio",
+    "lipschitz_estimate_product",
+    "logit_margin",
+    "margin_from_logits",
+    "max_softmax",
+    "measure_bounds",
+    "measure_bounds_trained",
+    "measure_model",
+    "measure_ood",
+    "measure_ood_trained",
+    "measure_trained",
+    "model_images",
+    "model_summaries",
+    "ood_auroc_resamples",
+    "ood_behaviour",
+    "paired_displacement",
+    "robustness_curves",
+    "robustness_trained",
+    "rtd_lite",
+    "run_sweeps",
+    "seed_batch",
+    "softmax_predictions",
+    "spectral_norm_product",
+    "sweep_points",
+]

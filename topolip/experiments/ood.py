@@ -1,0 +1,299 @@
+"""Out-of-distribution measurement of a trained classifier.
+
+:func:`ood_behaviour` and :func:`ood_auroc_resamples`: what the classifier does on the sets of
+:mod:`topolip.perturbations.ood_sets` (max-softmax confidence, accuracy, AUROC of in- against
+out-of-distribution); :func:`measure_ood`: its per-layer and end-to-end TopoLip between a clean
+batch and each set (unpaired clouds).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from topolip.experiments.measure import model_images
+from topolip.experiments.robustness import softmax_predictions
+from topolip.nets.data import ImageSplit
+from topolip.nets.models import collect_activations
+from topolip.topology.metric import layer_diagrams, topolip_table
+from topolip.topology.spec import TopoLipSpec
+
+__all__ = ["measure_ood", "measure_ood_trained", "ood_auroc_resamples", "ood_behaviour"]
+
+
+def ood_behaviour(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                  ood: Mapping[str, tuple[torch.Tensor, torch.Tensor]]) -> pd.DataFrame:
+    """What the model does on out-of-distribution data: confidence, accuracy, separability.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A trained classifier from images in [0, 1] to logits ``(N, K)``.
+    x : torch.Tensor of shape (N, C, H, W)
+        In-distribution test images, pixels in [0, 1].
+    y : torch.Tensor of shape (N,)
+        Their labels.
+    ood : mapping of str to (images, labels)
+        Out-of-distribution batches as from :func:`load_ood_batches`; label -1 means "no class
+        of the model" and such images count in no accuracy.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row for ``"in_distribution"``, then one per set: ``dataset``, ``n``,
+        ``mean_confidence`` and ``median_confidence`` (max-softmax,
+        :func:`topolip.experiments.robustness.max_softmax`), ``accuracy`` (over images with a label
+        >= 0;
+        NaN when none has one), and ``auroc``: the area under the ROC curve of max-softmax
+        confidence separating in-distribution (positive) from this set's images, i.e. the
+        probability that a random in-distribution image gets a higher confidence than a random
+        OOD one (0.5: no separation; NaN for the first row).
+
+    Raises
+    ------
+    ValueError
+        If ``ood`` is empty or a batch's images and labels differ in length.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
+    >>> x, y = torch.rand(6, 1, 2, 2), torch.arange(6) % 3
+    >>> t = ood_behaviour(model, x, y, {"same": (x, y), "unlabelled": (x, torch.full((6,), -1))})
+    >>> t["auroc"].tolist()[1:], bool(t["accuracy"].isna().tolist() == [False, False, True])
+    ([0.5, 0.5], True)
+    """
+    return _behaviour(_scores(model, x, y, ood))
+
+
+def ood_auroc_resamples(model: nn.Module, x: torch.Tensor,
+                        ood: Mapping[str, tuple[torch.Tensor, torch.Tensor]], *,
+                        n_resamples: int = 20, seed: int = 0) -> pd.DataFrame:
+    """AUROC of :func:`ood_behaviour` on bootstrap resamples of the images of both sets.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A trained classifier from images in [0, 1] to logits ``(N, K)``.
+    x : torch.Tensor of shape (N, C, H, W)
+        In-distribution test images, pixels in [0, 1].
+    ood : mapping of str to (images, labels)
+        As for :func:`ood_behaviour`.
+    n_resamples : int, default=20
+        Bootstrap resamples ``B``.
+    seed : int, default=0
+        Seed of the resampled indices (the same seed draws the same images for every model:
+        paired comparisons).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per set and resample: ``dataset``, ``resample``, ``auroc``.
+
+    Raises
+    ------
+    ValueError
+        If ``ood`` is empty or ``n_resamples`` is not a positive int.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
+    >>> x = torch.rand(6, 1, 2, 2)
+    >>> same = {"same": (x, torch.arange(6))}
+    >>> ood_auroc_resamples(model, x, same, n_resamples=2)["dataset"].tolist()
+    ['same', 'same']
+    """
+    _check_resamples(n_resamples)
+    return _auroc_resamples(_scores(model, x, None, ood), n_resamples, seed)
+
+
+def _check_resamples(n_resamples) -> None:
+    if not (isinstance(n_resamples, int) and n_resamples >= 1):
+        raise ValueError(f"n_resamples must be a positive int, got {n_resamples!r}")
+
+
+def _scores(model: nn.Module, x: torch.Tensor, y: torch.Tensor | None,
+            ood: Mapping[str, tuple[torch.Tensor, torch.Tensor]]) -> dict:
+    """``{set: (confidence, prediction, labels)}``, the in-distribution set first: one forward
+    pass per batch (:func:`topolip.experiments.robustness.softmax_predictions`), shared by
+    :func:`_behaviour` and :func:`_auroc_resamples` (``y=None``: unlabelled, -1)."""
+    if y is None:
+        y = torch.full((len(x),), -1)
+    if not ood:
+        raise ValueError("ood must hold at least one out-of-distribution batch")
+    for name, (x_o, y_o) in ood.items():
+        if len(x_o) != len(y_o):
+            raise ValueError(f"OOD set {name!r}: {len(x_o)} images but {len(y_o)} labels")
+    out = {}
+    for name, (xb, yb) in {"in_distribution": (x, y), **ood}.items():
+        conf, pred = softmax_predictions(model, xb)
+        out[name] = (conf, pred, np.asarray(yb))
+    return out
+
+
+def _behaviour(scores: Mapping) -> pd.DataFrame:
+    """The table of :func:`ood_behaviour` from :func:`_scores`."""
+    from sklearn.metrics import roc_auc_score
+
+    conf_in = scores["in_distribution"][0]
+    rows = []
+    for name, (conf, pred, y) in scores.items():
+        labelled = y >= 0
+        acc = float((pred[labelled] == y[labelled]).mean()) if labelled.any() else math.nan
+        auroc = math.nan
+        if name != "in_distribution":
+            truth = np.r_[np.ones(len(conf_in)), np.zeros(len(conf))]
+            auroc = float(roc_auc_score(truth, np.r_[conf_in, conf]))
+        rows.append({"dataset": name, "n": len(conf), "mean_confidence": conf.mean(),
+                     "median_confidence": float(np.median(conf)), "accuracy": acc,
+                     "auroc": auroc})
+    return pd.DataFrame(rows)
+
+
+def _auroc_resamples(scores: Mapping, n_resamples: int, seed: int) -> pd.DataFrame:
+    """The table of :func:`ood_auroc_resamples` from :func:`_scores`."""
+    from sklearn.metrics import roc_auc_score
+
+    conf_in = scores["in_distribution"][0]
+    rng = np.random.default_rng(seed)
+    rows = []
+    for name, (conf, _, _) in scores.items():
+        if name == "in_distribution":
+            continue
+        for b in range(n_resamples):
+            a = conf_in[rng.integers(0, len(conf_in), len(conf_in))]
+            o = conf[rng.integers(0, len(conf), len(conf))]
+            truth = np.r_[np.ones(len(a)), np.zeros(len(o))]
+            rows.append({"dataset": name, "resample": b,
+                         "auroc": float(roc_auc_score(truth, np.r_[a, o]))})
+    return pd.DataFrame(rows)
+
+
+def measure_ood(
+    model: nn.Module,
+    x: torch.Tensor,
+    ood: Mapping[str, torch.Tensor],
+    spec: TopoLipSpec = TopoLipSpec(),
+) -> pd.DataFrame:
+    """Per-layer TopoLip of ``model`` under distribution shift: clean batch against each OOD set.
+
+    The "perturbed" cloud of layer ``ℓ`` is ``H_ℓ`` of another data set (book/method.md),
+    so the samples are not paired: ``topolip_table(..., paired=False)``, and ``eps``,
+    ``bottleneck`` and ``envelope`` are NaN (no certified envelope exists without pairing).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A trained model built by :func:`topolip.nets.models.build_model` (it has probe points).
+    x : torch.Tensor of shape (m, C, H, W)
+        Clean in-distribution images, pixels in [0, 1].
+    ood : mapping of str to torch.Tensor of shape (m', C, H, W)
+        ``{set name: images}`` with pixels in [0, 1] and ``x``'s image shape (e.g. the images
+        of :func:`load_ood_batches`); ``m'`` may differ from ``m``.
+    spec : TopoLipSpec
+        Degrees, Wasserstein order ``p``, ground metric ``q``, backend and greedy subsample
+        ``n_perm`` of the diagrams.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of :func:`topolip.topology.metric.topolip_table` for each set, with columns
+        ``ood_set``, ``n_clean`` and ``n_ood`` first. Summarize with
+        ``model_summaries(table, by=("arch", "seed", "ood_set"))``.
+
+    Raises
+    ------
+    ValueError
+        If ``ood`` is empty, an OOD batch's image shape differs from ``x``'s, or a cloud is
+        invalid (see :func:`topolip.topology.metric.topolip_table`).
+
+    Examples
+    --------
+    >>> from topolip.nets.models import build_model
+    >>> _ = torch.manual_seed(0)
+    >>> model = build_model("conv_stack", num_layers=1, channels=2)
+    >>> t = measure_ood(model, torch.rand(12, 1, 28, 28), {"dark": torch.rand(10, 1, 28, 28) / 4})
+    >>> t[["ood_set", "layer", "n_ood"]].values.tolist()[:2], bool(t["eps"].isna().all())
+    ([['dark', 'input', 10], ['dark', 'layer1', 10]], True)
+    """
+    if not ood:
+        raise ValueError("ood must hold at least one out-of-distribution batch")
+    for name, x_o in ood.items():
+        if not isinstance(x_o, torch.Tensor) or tuple(x_o.shape[1:]) != tuple(x.shape[1:]):
+            got = tuple(x_o.shape) if isinstance(x_o, torch.Tensor) else type(x_o).__name__
+            raise ValueError(f"OOD set {name!r} must be images of shape (m', "
+                             f"{', '.join(map(str, x.shape[1:]))}) like x, got {got}")
+    clean = collect_activations(model, x)
+    clean_dgms = layer_diagrams(clean, spec)
+    tables = []
+    for name, x_o in ood.items():
+        table = topolip_table(clean, collect_activations(model, x_o), spec, paired=False,
+                              clean_diagrams=clean_dgms)
+        table.insert(0, "ood_set", name)
+        table.insert(1, "n_clean", len(x))
+        table.insert(2, "n_ood", len(x_o))
+        tables.append(table)
+    return pd.concat(tables, ignore_index=True)
+
+
+def measure_ood_trained(model: nn.Module, row: Mapping, *, data: ImageSplit,
+                        ood: Mapping[str, tuple[torch.Tensor, torch.Tensor]],
+                        spec: TopoLipSpec = TopoLipSpec(), n_points: int,
+                        n_resamples: int = 20
+                        ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Everything ``06_ood`` measures on one trained model of ``models.csv``.
+
+    The per-model task of ``06_ood`` (:func:`topolip.tasks.per_model.map_models` calls it): TopoLip
+    between the seed's first ``n_points`` test images and ``n_points`` images of each OOD set
+    (:func:`measure_ood`; the seed's own images, so its value holds their variance), and the
+    confidence behaviour on the whole test set and OOD batches (:func:`ood_behaviour`), with
+    bootstrap resamples of those images for the AUROC (:func:`ood_auroc_resamples`: every seed
+    sees the same images there, so the seeds' spread does not hold their variance; no
+    diagram is computed on a resample).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The trained model.
+    row : mapping
+        Its row of ``models.csv`` (``seed`` is read).
+    data : topolip.nets.data.ImageSplit
+        The in-distribution data set (its test images and labels).
+    ood : mapping of str to (images, labels)
+        OOD batches as from :func:`load_ood_batches`.
+    spec : TopoLipSpec
+        Degrees, ``p``, ``q``, backend and ``n_perm``.
+    n_points : int
+        Images per point cloud, from the test set and from each OOD set (each by
+        :func:`topolip.experiments.measure.model_images`).
+    n_resamples : int, default=20
+        Image bootstrap resamples of the AUROC.
+
+    Returns
+    -------
+    (pandas.DataFrame, pandas.DataFrame, pandas.DataFrame)
+        :func:`measure_ood`'s table, :func:`ood_behaviour`'s table, and the AUROC resamples
+        (``group``: the OOD set, ``measure``: ``auroc``, ``resample``, ``value``).
+
+    Raises
+    ------
+    ValueError
+        As the functions it calls.
+    """
+    seed = int(row["seed"])
+    x = model_images(data.x_test, data.y_test, seed, n_points=n_points).cloud
+    ood_x = {name: model_images(xo, yo, seed, n_points=n_points).cloud
+             for name, (xo, yo) in ood.items()}
+    table = measure_ood(model, x, ood_x, spec)
+    _check_resamples(n_resamples)
+    scores = _scores(model, data.x_test, data.y_test, ood)  # one forward pass per set
+    behaviour = _behaviour(scores)
+    auroc = _auroc_resamples(scores, n_resamples, seed)
+    auroc = auroc.rename(columns={"dataset": "group", "auroc": "value"}).assign(measure="auroc")
+    return table, behaviour, auroc[["group", "measure", "resample", "value"]]

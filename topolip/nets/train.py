@@ -1,0 +1,646 @@
+"""Seeded training with atomic, resumable checkpoints.
+
+A run is named by what determines it: the model spec (architecture and its parameters), the
+training configuration and the data. :func:`checkpoint_path` turns these into a file name, so a
+changed parameter never reuses a stale checkpoint, and :func:`fit` writes the checkpoint
+atomically after every epoch and resumes from it: an interrupted run loses at most the epoch in
+progress, and the resumed result equals the uninterrupted one bit for bit on the same machine.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import io
+import json
+import math
+import numbers
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from topolip.io import atomic_write, json_plain
+from topolip.nets.data import ImageSplit
+from topolip.nets.models import build_model, check_arch
+from topolip.tensors import eval_mode
+
+__all__ = [
+    "CHANNELS_LAST_ARCHS", "EVAL_BATCH_SIZE", "ModelSpec", "TrainConfig", "TrainResult", "accuracy",
+    "checkpoint_path", "configure_threads", "default_device", "fit", "load_trained",
+    "prefers_channels_last", "remove_stale_temporaries", "spec_for", "training_environment",
+]
+
+FORMAT = 2  # 2: a SHA-256 checksum of the state is stored and checked on load
+
+#: Architectures trained in ``channels_last`` memory format on the CPU (see
+#: :func:`prefers_channels_last`; the ResNet is not among them: its BatchNorm layers do not give
+#: the same numbers in that format).
+CHANNELS_LAST_ARCHS = ("conv_stack",)
+
+#: Evaluation batch size of :func:`accuracy`: the fastest measured on the 2-core CPU machine
+#: (quick ResNet in channels_last, 1 thread: 3,340 images/s at 256, 3,330 at 128, 2,390 at 512;
+#: the ViT is flat between 128 and 512).
+EVAL_BATCH_SIZE = 256
+
+# torch's own default number of intra-op threads, read once at import (configure_threads(None)).
+_TORCH_DEFAULT_THREADS = torch.get_num_threads()
+
+
+def configure_threads(n: int | None) -> int:
+    """Set the number of CPU threads torch uses inside one operation; return the number set.
+
+    Parameters
+    ----------
+    n : int or None
+        Threads (``>= 1``); ``None`` restores torch's default (one per core, as read when this
+        module was imported).
+
+    Returns
+    -------
+    int
+        ``torch.get_num_threads()`` afterwards.
+
+    Raises
+    ------
+    ValueError
+        If ``n`` is not ``None`` or a positive int.
+
+    Notes
+    -----
+    On a quiet machine torch's default (all cores) is fastest. On a shared one it is not:
+    measured on the 2-core machine with other processes busy (load about 3), one epoch step of
+    the quick ResNet ran at 625 images/s with 1 thread and 60--78 with 2; the issue measured a
+    2-thread ViT epoch slowing from 0.97 s to 4.6 s next to one busy process while a 1-thread
+    run did not slow. Use 1 thread per process when the cores are shared (or several
+    processes, e.g. Dask workers, run at once), ``None`` on a machine of one's own.
+
+    Examples
+    --------
+    >>> configure_threads(1)
+    1
+    >>> configure_threads(None) == _TORCH_DEFAULT_THREADS
+    True
+    """
+    if n is None:
+        torch.set_num_threads(_TORCH_DEFAULT_THREADS)
+    elif isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"configure_threads: n must be None or a positive int, got {n!r}")
+    else:
+        torch.set_num_threads(int(n))
+    return torch.get_num_threads()
+
+
+def prefers_channels_last(arch: str, device: torch.device | str) -> bool:
+    """Whether :func:`fit` trains ``arch`` in ``channels_last`` memory format on ``device``.
+
+    True for :data:`CHANNELS_LAST_ARCHS` on the CPU. Measured on the 2-core machine (1
+    thread, 1,024 digits, batch 128, images/s of training): conv stack 1,850 → 2,040, same
+    numbers up to float32 rounding (gradients within 2e-6 of float64, as contiguous).
+    The quick ResNet would gain more (630 → 850) but is left contiguous: with torch 2's CPU
+    BatchNorm in ``channels_last`` its training-mode forward differs by 3e-5 and its gradients
+    by up to 2% from the float64 reference (contiguous: 1e-7 and 1e-5), not rounding.
+    Attention models have no 4-d activations to reorder.
+
+    Examples
+    --------
+    >>> prefers_channels_last("conv_stack", "cpu"), prefers_channels_last("resnet", "cpu")
+    (True, False)
+    """
+    return arch in CHANNELS_LAST_ARCHS and torch.device(device).type == "cpu"
+
+
+def _uses_channels_last(model: nn.Module) -> bool:
+    """True when the model's first convolution with several input channels is channels_last."""
+    for module in model.modules():
+        if isinstance(module, nn.Conv2d) and module.in_channels > 1:
+            w = module.weight
+            return w.is_contiguous(memory_format=torch.channels_last) and not w.is_contiguous()
+    return False
+
+
+def _to_format(x: torch.Tensor, channels_last: bool) -> torch.Tensor:
+    return x.contiguous(memory_format=torch.channels_last) if channels_last and x.ndim == 4 else x
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """An architecture name and the keyword parameters of its builder (see ``build_model``)."""
+
+    arch: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def build(self) -> nn.Module:
+        """Build the (untrained) model; raises ValueError on an unknown arch or parameter."""
+        return build_model(self.arch, **dict(self.params))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"arch": self.arch, "params": json_plain(dict(self.params))}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Hyper-parameters of a training run (AdamW, cosine learning-rate decay, cross-entropy).
+
+    Raises
+    ------
+    ValueError
+        Naming the field, if a value has the wrong type (text, bool, NaN) or is out of range
+        (epochs < 1, batch_size < 1, seed < 0, lr <= 0, weight_decay < 0).
+    """
+
+    epochs: int = 5
+    batch_size: int = 128
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name, low, what in (("epochs", 1, "a positive integer"),
+                                ("batch_size", 1, "a positive integer"),
+                                ("seed", 0, "a non-negative integer")):
+            value = getattr(self, name)
+            if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                    or not math.isfinite(value) or int(value) != value or value < low):
+                raise ValueError(f"TrainConfig: {name} must be {what}, got {value!r}")
+            object.__setattr__(self, name, int(value))
+        for name, what, ok in (("lr", "a positive finite number", lambda v: v > 0),
+                               ("weight_decay", "a finite number >= 0", lambda v: v >= 0)):
+            value = getattr(self, name)
+            if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                    or not math.isfinite(value) or not ok(value)):
+                raise ValueError(f"TrainConfig: {name} must be {what}, got {value!r}")
+            object.__setattr__(self, name, float(value))
+
+
+@dataclass
+class TrainResult:
+    """A trained model and how it got there.
+
+    ``history``: one dict per epoch (``epoch``, ``loss``, ``train_accuracy``, ``seconds``,
+    ``threads``: torch's CPU threads during the epoch, which change the trained weights at float32
+    rounding; absent from checkpoints written before it was recorded);
+    ``test_accuracy``: clean accuracy on ``data.x_test`` in [0, 1];
+    ``environment``: the :func:`training_environment` recorded in the checkpoint (None for a
+    checkpoint written before environments were recorded);
+    ``retrained``: why an existing checkpoint was trained again ("" when it was not), e.g.
+    ``"lock 'ab..' -> 'cd..'"``.
+    """
+
+    model: nn.Module
+    spec: ModelSpec
+    config: TrainConfig
+    history: list[dict[str, float]]
+    test_accuracy: float
+    device: str
+    resumed_from_epoch: int = 0
+    environment: dict[str, Any] | None = None
+    retrained: str = ""
+
+
+def default_device() -> torch.device:
+    """CUDA when a GPU is present, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _data_tag(data: ImageSplit) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    for t in (data.x_train, data.y_train, data.x_test, data.y_test):
+        digest.update(t.contiguous().numpy().tobytes())
+    return {"name": data.name, "n_train": len(data.y_train), "n_test": len(data.y_test),
+            "sha256": digest.hexdigest()[:16]}
+
+
+def checkpoint_path(results_dir: str | Path, spec: ModelSpec, config: TrainConfig,
+                    data: ImageSplit) -> Path:
+    """Checkpoint file of a run: ``{results_dir}/models/{arch}-seed{seed}-{hash}.pt``.
+
+    The hash covers the model spec, the training configuration and the data content, so any
+    change of parameters names a new file.
+
+    Examples
+    --------
+    >>> from topolip.nets.data import load_mnist
+    >>> d = load_mnist(100, 50)
+    >>> path = checkpoint_path("results", ModelSpec("vit", {}), TrainConfig(seed=3), d)
+    >>> path.parent.as_posix(), path.name.startswith("vit-seed3-"), path.suffix
+    ('results/models', True, '.pt')
+    """
+    key = json.dumps({"spec": spec.to_dict(), "config": asdict(config), "data": _data_tag(data)},
+                     sort_keys=True)
+    h = hashlib.sha256(key.encode()).hexdigest()[:10]
+    return Path(results_dir) / "models" / f"{spec.arch}-seed{config.seed}-{h}.pt"
+
+
+@torch.no_grad()
+def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
+             batch_size: int = EVAL_BATCH_SIZE) -> float:
+    """Fraction of ``x`` (shape (n, C, H, W), pixels in [0, 1]) classified as ``y``, in eval mode.
+
+    The model's previous train/eval mode is restored afterwards. A model in ``channels_last``
+    format (as :func:`fit` leaves a conv stack on the CPU) gets its inputs in that
+    format too. ``batch_size`` defaults to :data:`EVAL_BATCH_SIZE`, the fastest measured.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` and ``y`` disagree in length or are empty.
+    """
+    if len(x) != len(y) or len(x) == 0:
+        raise ValueError(f"x and y must be non-empty and of equal length, got {len(x)} and "
+                         f"{len(y)}")
+    device = next(model.parameters()).device
+    cl = _uses_channels_last(model)
+    with eval_mode(model):
+        correct = 0
+        for s in range(0, len(x), batch_size):
+            logits = model(_to_format(x[s:s + batch_size].to(device), cl))
+            correct += int((logits.argmax(1).cpu() == y[s:s + batch_size]).sum())
+    return correct / len(x)
+
+
+_KEYS = ("format", "identity", "epoch", "model", "optimizer", "scheduler", "history",
+         "test_accuracy", "checksum")
+
+
+def _digest(obj: Any, h) -> None:
+    """Feed ``obj`` (nested dicts, lists, tensors, plain values) into the hash ``h``."""
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach().cpu().contiguous()
+        h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    elif isinstance(obj, Mapping):
+        h.update(b"{")
+        for k in sorted(obj, key=str):
+            h.update(repr(k).encode())
+            _digest(obj[k], h)
+        h.update(b"}")
+    elif isinstance(obj, list | tuple):
+        h.update(b"[")
+        for v in obj:
+            _digest(v, h)
+        h.update(b"]")
+    else:
+        h.update(repr(obj).encode())
+
+
+def _checksum(state: Mapping[str, Any]) -> str:
+    """SHA-256 of every entry of a checkpoint state except ``checksum`` itself."""
+    h = hashlib.sha256()
+    _digest({k: v for k, v in state.items() if k != "checksum"}, h)
+    return h.hexdigest()
+
+
+def _save(path: Path, state: dict[str, Any]) -> None:
+    state = {**state, "checksum": _checksum(state)}
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    atomic_write(path, lambda f: f.write(buf.getvalue()))
+
+
+def _corrupt(path: Path, what: str) -> ValueError:
+    return ValueError(f"checkpoint {path} is not usable: {what}; delete the file to retrain "
+                      "(the train notebook writes it again)")
+
+
+def _load(path: Path) -> dict[str, Any]:
+    """Read and verify a checkpoint: keys, checksum, finite weights, a possible epoch.
+
+    Raises
+    ------
+    ValueError
+        Naming ``path``, for an unreadable or foreign file, a missing key, a checksum that does
+        not match (a flipped bit), non-finite weights, or an epoch the run cannot have reached.
+    """
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a truncated or foreign file: say which one
+        raise ValueError(f"cannot read checkpoint {path}: {exc}") from exc
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        found = state.get("format") if isinstance(state, dict) else type(state).__name__
+        raise ValueError(f"{path} is not a topolip checkpoint of format {FORMAT} (found "
+                         f"{found!r}); delete it to retrain")
+    missing = [k for k in _KEYS if k not in state]
+    if missing:
+        raise _corrupt(path, f"it lacks the key(s) {missing}")
+    if state["checksum"] != _checksum(state):
+        raise _corrupt(path, "its checksum does not match its content (a damaged file)")
+    try:
+        config = TrainConfig(**state["identity"]["config"])
+        spec = state["identity"]["spec"]
+        if not isinstance(spec["arch"], str) or not isinstance(spec["params"], Mapping):
+            raise TypeError("spec must hold an arch name and a params mapping")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _corrupt(path, f"its run identity is malformed ({exc})") from None
+    epoch = state["epoch"]
+    if (isinstance(epoch, bool) or not isinstance(epoch, int)
+            or not 1 <= epoch <= config.epochs):
+        raise _corrupt(path, f"it claims epoch {epoch!r} of a {config.epochs}-epoch run")
+    if not isinstance(state["history"], list) or len(state["history"]) != epoch:
+        raise _corrupt(path, f"its history has {len(state['history'])} epochs, not {epoch}")
+    acc = state["test_accuracy"]
+    if acc is not None:
+        if epoch != config.epochs:
+            raise _corrupt(path, f"it is marked finished at epoch {epoch} of {config.epochs}")
+        if not (isinstance(acc, float | int) and 0.0 <= acc <= 1.0):
+            raise _corrupt(path, f"its test accuracy {acc!r} is not in [0, 1]")
+    if not isinstance(state["model"], Mapping):
+        raise _corrupt(path, "its model state is not a mapping of tensors")
+    for name, t in state["model"].items():
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and not torch.isfinite(t).all():
+            raise _corrupt(path, f"weight {name!r} holds NaN/inf values (a diverged run)")
+    return state
+
+
+def _load_weights(path: Path, model: nn.Module, state: Mapping[str, Any]) -> None:
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as exc:
+        first = str(exc).strip().splitlines()
+        raise _corrupt(path, "its weights do not fit the model it names: "
+                       + " ".join(x.strip() for x in first[:3])) from None
+
+
+def remove_stale_temporaries(path: str | Path, *, older_than_s: float = 60.0) -> list[Path]:
+    """Delete temporary files that an interrupted write of ``path`` left behind.
+
+    :func:`topolip.io.atomic_write` writes ``.{name}.XXXX.tmp`` next to ``path`` and renames
+    it; a process killed in between leaves that file. Those not modified for ``older_than_s``
+    seconds (so a concurrent writer's file is kept), or dated more than that in the future (a
+    clock set wrong), are removed; the removed paths are returned.
+    """
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    now = time.time()
+    removed = []
+    for tmp in path.parent.glob(f".{path.name}.*.tmp"):
+        try:
+            if abs(now - tmp.stat().st_mtime) >= older_than_s:  # a future date is stale too
+                tmp.unlink()
+                removed.append(tmp)
+        except FileNotFoundError:
+            pass
+    return removed
+
+
+def _lock_hash() -> str | None:
+    """SHA-256 (16 hex digits) of the ``requirements.lock`` beside the package (the repository
+    root of an editable install), else of the working directory's; None without one."""
+    for folder in (Path(__file__).resolve().parents[2], Path.cwd()):
+        lock = folder / "requirements.lock"
+        if lock.is_file():
+            return hashlib.sha256(lock.read_bytes()).hexdigest()[:16]
+    return None
+
+
+def training_environment(device: torch.device | str | None = None) -> dict[str, Any]:
+    """What, besides the run identity, decides a trained model's weights: recorded in every
+    checkpoint :func:`fit` writes.
+
+    Parameters
+    ----------
+    device : torch.device or str, optional
+        The training device (default :func:`default_device`).
+
+    Returns
+    -------
+    dict
+        ``lock`` (16 hex digits of ``requirements.lock``'s SHA-256, None without the file),
+        ``torch`` (version), ``device`` (``"cpu"`` or ``"cuda"``), ``threads`` (torch's CPU
+        threads; None on a GPU, where they do not change the weights) and, informative only,
+        ``device_name`` (the GPU's name, None on the CPU).
+
+    Notes
+    -----
+    A checkpoint whose recorded environment differs from this one in ``lock``, ``torch`` or
+    ``device`` is retrained by :func:`fit` (it would not be what a fresh clone in this
+    environment trains), with a warning naming the file. ``threads`` is recorded only: it
+    changes the weights at float32 rounding, and every epoch's history records its own.
+
+    Examples
+    --------
+    >>> env = training_environment("cpu")
+    >>> env["device"], env["threads"] == torch.get_num_threads()
+    ('cpu', True)
+    """
+    device = torch.device(device) if device is not None else default_device()
+    cuda = device.type == "cuda"
+    return {"lock": _lock_hash(), "torch": str(torch.__version__), "device": device.type,
+            "threads": None if cuda else torch.get_num_threads(),
+            "device_name": torch.cuda.get_device_name(device) if cuda else None}
+
+
+#: The entries of :func:`training_environment` that must agree for a checkpoint to be reused.
+#: Threads are recorded but not among them: they change the weights at float32 rounding only,
+#: each epoch's history records its own, and a run may resume at another thread count.
+_ENV_KEYS = ("lock", "torch", "device")
+
+
+def _environment_change(recorded: Any, current: Mapping[str, Any]) -> str:
+    """'' when ``recorded`` (a checkpoint's environment) matches ``current``, else in words."""
+    if not isinstance(recorded, Mapping):
+        return "it records no training environment (written before environments were recorded)"
+    moved = [f"{k} {recorded.get(k)!r} -> {current.get(k)!r}" for k in _ENV_KEYS
+             if recorded.get(k) != current.get(k)]
+    return ", ".join(moved)
+
+
+def fit(
+    spec: ModelSpec,
+    data: ImageSplit,
+    config: TrainConfig = TrainConfig(),
+    *,
+    checkpoint: str | Path | None = None,
+    device: torch.device | str | None = None,
+    progress: bool = True,
+    on_epoch_end: Callable[[int], None] | None = None,
+    channels_last: bool | None = None,
+) -> TrainResult:
+    """Train ``spec`` on ``data.x_train`` and report clean test accuracy, resuming if possible.
+
+    Parameters
+    ----------
+    spec : ModelSpec
+        The architecture; its weights are initialised from ``config.seed``.
+    data : ImageSplit
+        Images (n, C, H, W) with pixels in [0, 1] and integer labels.
+    config : TrainConfig
+        Epochs, batch size, learning rate (AdamW, cosine decay to 0 per step), weight decay,
+        seed (initialisation and the per-epoch shuffling).
+    checkpoint : path, optional
+        Where to write the state after every epoch (atomically). If it exists, training resumes
+        from it; if it holds a finished run, no training happens. Use :func:`checkpoint_path`.
+    device : torch.device or str, optional
+        Default :func:`default_device`. On CUDA the forward pass runs under bfloat16 autocast
+        (mixed precision); on the CPU in float32.
+    progress : bool, default=True
+        Show a progress bar over the epochs.
+    on_epoch_end : callable, optional
+        Called with the finished epoch number after its checkpoint is written (tests use it to
+        interrupt a run).
+    channels_last : bool, optional
+        Train (and evaluate) in ``channels_last`` memory format; default
+        :func:`prefers_channels_last` (the conv stack on the CPU). The same numbers up to
+        float32 rounding, so a checkpoint resumes in either format; the returned model stays
+        in that format.
+
+    Returns
+    -------
+    TrainResult
+
+    Raises
+    ------
+    ValueError
+        If the checkpoint belongs to another spec, configuration or data set, cannot be read,
+        or fails its integrity checks (checksum, finite weights, possible epoch); the message
+        names the file. Stale ``*.tmp`` files of an interrupted write are removed first.
+    """
+    device = torch.device(device) if device is not None else default_device()
+    torch.manual_seed(config.seed)
+    model = spec.build().to(device)
+    cl = prefers_channels_last(spec.arch, device) if channels_last is None else bool(channels_last)
+    if cl:  # before the optimizer; load_state_dict copies a checkpoint into this format
+        model = model.to(memory_format=torch.channels_last)
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    n = len(data.y_train)
+    steps_per_epoch = math.ceil(n / config.batch_size)
+    total = steps_per_epoch * config.epochs
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda step: 0.5 * (1 + math.cos(math.pi * min(step, total) / total)))
+    identity = {"spec": spec.to_dict(), "config": asdict(config), "data": _data_tag(data)}
+    environment = training_environment(device)
+    history: list[dict[str, float]] = []
+    start_epoch = 0
+    ckpt = Path(checkpoint) if checkpoint is not None else None
+    if ckpt is not None:
+        remove_stale_temporaries(ckpt)
+    state = _load(ckpt) if ckpt is not None and ckpt.exists() else None
+    if state is not None and state["identity"] != identity:
+        raise ValueError(
+            f"checkpoint {ckpt} belongs to another run ({state['identity']}); delete it or "
+            "use topolip.nets.train.checkpoint_path to name checkpoints by their parameters"
+        )
+    retrained = _environment_change(state.get("environment"), environment) if state else ""
+    if retrained:  # trained elsewhere: not what this environment trains; start again
+        import warnings
+
+        warnings.warn(f"checkpoint {ckpt} was trained in another environment ({retrained}); "
+                      "retraining it", RuntimeWarning, stacklevel=2)
+        state = None
+    if state is not None:
+        _load_weights(ckpt, model, state["model"])
+        try:
+            opt.load_state_dict(state["optimizer"])
+            sched.load_state_dict(state["scheduler"])
+        except (KeyError, ValueError, RuntimeError) as exc:
+            raise _corrupt(ckpt, f"its optimizer state does not fit ({exc})") from None
+        history = list(state["history"])
+        start_epoch = int(state["epoch"])
+    use_amp = device.type == "cuda"
+    loss_fn = nn.CrossEntropyLoss()
+    bar = tqdm(range(start_epoch, config.epochs), desc=f"train {spec.arch} seed {config.seed}",
+               disable=not progress, initial=start_epoch, total=config.epochs)
+    for epoch in bar:
+        model.train()
+        t0 = time.perf_counter()
+        gen = torch.Generator().manual_seed(config.seed * 100_003 + epoch)
+        order = torch.randperm(n, generator=gen)
+        loss_sum, correct = 0.0, 0
+        for s in range(0, n, config.batch_size):
+            idx = order[s:s + config.batch_size]
+            xb, yb = _to_format(data.x_train[idx].to(device), cl), data.y_train[idx].to(device)
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=use_amp):
+                logits = model(xb)
+                loss = loss_fn(logits.float(), yb)
+            if not torch.isfinite(loss):
+                raise FloatingPointError(
+                    f"training loss became {loss.item()} at epoch {epoch + 1}; lower lr "
+                    f"(now {config.lr})")
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            loss_sum += loss.item() * len(idx)
+            correct += int((logits.argmax(1) == yb).sum())
+        history.append({"epoch": epoch + 1, "loss": loss_sum / n, "train_accuracy": correct / n,
+                        "seconds": time.perf_counter() - t0, "threads": torch.get_num_threads()})
+        bar.set_postfix(loss=f"{loss_sum / n:.3f}", acc=f"{correct / n:.3f}")
+        if ckpt is not None:
+            _save(ckpt, {"format": FORMAT, "identity": identity, "epoch": epoch + 1,
+                         "model": model.state_dict(), "optimizer": opt.state_dict(),
+                         "scheduler": sched.state_dict(), "history": history,
+                         "test_accuracy": None, "environment": environment})
+        if on_epoch_end is not None:
+            on_epoch_end(epoch + 1)
+    model.eval()
+    test_acc = accuracy(model, data.x_test, data.y_test)
+    if ckpt is not None and (start_epoch < config.epochs or _load(ckpt)["test_accuracy"] is None):
+        _save(ckpt, {"format": FORMAT, "identity": identity, "epoch": config.epochs,
+                     "model": model.state_dict(), "optimizer": opt.state_dict(),
+                     "scheduler": sched.state_dict(), "history": history,
+                     "test_accuracy": test_acc, "environment": environment})
+    return TrainResult(model=model, spec=spec, config=config, history=copy.deepcopy(history),
+                       test_accuracy=test_acc, device=str(device),
+                       resumed_from_epoch=start_epoch, environment=environment,
+                       retrained=retrained)
+
+
+def load_trained(path: str | Path, *, device: torch.device | str | None = None) -> TrainResult:
+    """Rebuild the finished run saved at ``path`` by :func:`fit`, in eval mode.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist (run the train notebook first).
+    ValueError
+        Naming the file, if it is not a finished topolip checkpoint, or fails a check of
+        :func:`_load`: missing keys, a checksum mismatch (a flipped bit), NaN/inf weights, an
+        epoch the run cannot have reached, weights of the wrong shape for the model it names.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no checkpoint at {path}; run the train notebook (01_train) first")
+    state = _load(path)
+    if state["test_accuracy"] is None:
+        raise ValueError(f"{path} holds an unfinished run (epoch {state['epoch']}); resume it "
+                         "with topolip.nets.train.fit")
+    spec = ModelSpec(state["identity"]["spec"]["arch"], state["identity"]["spec"]["params"])
+    config = TrainConfig(**state["identity"]["config"])
+    device = torch.device(device) if device is not None else default_device()
+    try:
+        model = spec.build()
+    except (TypeError, ValueError) as exc:
+        raise _corrupt(path, f"it names a model that cannot be built ({exc})") from None
+    _load_weights(path, model, state["model"])
+    model.to(device).eval()
+    return TrainResult(model=model, spec=spec, config=config, history=list(state["history"]),
+                       test_accuracy=float(state["test_accuracy"]), device=str(device),
+                       environment=state.get("environment"))
+
+
+def spec_for(arch: str, params: Mapping[str, Any], data: ImageSplit) -> ModelSpec:
+    """The :class:`ModelSpec` of ``arch`` for ``data``'s image shape.
+
+    ``in_channels``, ``image_size`` and ``num_classes`` are taken from the data when the
+    architecture's builder has them and ``params`` does not set them.
+
+    Examples
+    --------
+    >>> from topolip.nets.data import load_mnist
+    >>> spec_for("vit", {"num_layers": 2}, load_mnist(100, 50)).params["image_size"]
+    28
+    """
+    import inspect
+
+    takes = inspect.signature(check_arch(arch)).parameters
+    derived = {"in_channels": data.image_shape[0], "image_size": data.image_shape[1],
+               "num_classes": data.num_classes}
+    full = {k: v for k, v in derived.items() if k in takes}
+    full.update(json_plain(dict(params)))
+    return ModelSpec(arch, full)

@@ -1,0 +1,33 @@
+"""The tasks layer (Dask): a scheduler-agnostic task runner and the per-model tasks (train, map
+over trained models).
+"""
+
+from __future__ import annotations
+
+from topolip.tasks.cluster import (
+    DEFAULT_SCHEDULER_TIMEOUT,
+    Task,
+    TaskError,
+    TaskRunner,
+    check_scheduler,
+    connect_scheduler,
+    local_cluster,
+    probe_scheduler,
+)
+from topolip.tasks.per_model import (
+    map_models,
+    train_models,
+)
+
+__all__ = [
+    "DEFAULT_SCHEDULER_TIMEOUT",
+    "Task",
+    "TaskError",
+    "TaskRunner",
+    "check_scheduler",
+    "connect_scheduler",
+    "local_cluster",
+    "map_models",
+    "probe_scheduler",
+    "train_models",
+]
