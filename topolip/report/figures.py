@@ -14,6 +14,7 @@ Every log axis shows at least :data:`MIN_LOG_TICK_LABELS` labelled ticks, as pla
 from __future__ import annotations
 
 import functools
+import math
 import textwrap
 
 import matplotlib.pyplot as plt
@@ -178,12 +179,14 @@ def _figure_legend(fig: plt.Figure, ax: plt.Axes, *, ncol: int | None = None) ->
 
 
 def _plain_log_label(x: float) -> str:
-    """A log-axis tick label as a plain number (0.6, 2, 10); a power of ten outside 1e-3..1e5."""
-    if x > 0 and not 1e-3 <= x < 1e5:
-        exponent = np.log10(x)
-        if np.isclose(exponent, round(exponent)):
-            return f"$10^{{{round(exponent)}}}$"
-        return f"{x:.0e}"
+    """A log-axis tick label as a plain number (0.6, 2, 1000); outside 1e-3..1e4 a power of
+    ten, or a mantissa times one (``3×10⁴``), never ``e`` notation."""
+    if x > 0 and not 1e-3 <= x < 1e4:
+        exponent = math.floor(np.log10(x) + 1e-9)
+        mantissa = x / 10.0 ** exponent
+        if np.isclose(mantissa, 1.0):
+            return f"$10^{{{exponent}}}$"
+        return f"${mantissa:.2g}{{\\times}}10^{{{exponent}}}$"
     return f"{x:g}"
 
 
@@ -211,7 +214,7 @@ MIN_LOG_TICK_LABELS = 3
 #: Below this span (decades) a log axis is labelled at evenly spaced round numbers.
 _NARROW_DECADES = 0.5
 #: Mantissas tried in turn as labelled ticks of a log axis, fewest first.
-_LOG_SUBS = ((1.0,), (1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0, 7.0), tuple(range(1, 10)))
+_LOG_SUBS = ((1.0,), (1.0, 3.0), (1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0, 7.0), tuple(range(1, 10)))
 
 
 def _labelled_ticks(axis) -> int:
@@ -233,10 +236,10 @@ def _label_log_axes(fig: plt.Figure, minimum: int = MIN_LOG_TICK_LABELS) -> None
     An axis that spans under half a decade, or that shows fewer than ``minimum`` labels with
     matplotlib's log ticks (one or two powers of ten, say), is ticked at round numbers: evenly
     spaced ones (``MaxNLocator``: 0.85, 0.9, 0.95, 1) under half a decade, else the first of
-    1·10^k; 1, 2, 5·10^k; 1, 2, 3, 5, 7·10^k; or every integer mantissa that puts ``minimum``
-    ticks in view, labelled as plain numbers (:func:`_plain_log_label`); the other log ticks
-    stay as unlabelled minor ticks. Call it once all data are drawn (it reads the axis
-    limits) and before the layout is computed (labels change width). Only ticks change:
+    1·10^k; 1, 3·10^k; 1, 2, 5·10^k; 1, 2, 3, 5, 7·10^k; or every integer mantissa that puts
+    ``minimum`` ticks in view, labelled as plain numbers (:func:`_plain_log_label`); the other
+    log ticks stay as unlabelled minor ticks. Call it once all data are drawn (it reads the
+    axis limits) and before the layout is computed (labels change width). Only ticks change:
     limits, scale and data are left as they are.
     """
     for ax in fig.axes:
