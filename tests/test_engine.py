@@ -18,9 +18,7 @@ from expect.regenerate import CASES, EXPECT, read_csv_text, to_text
 from scipy.spatial.distance import pdist, squareform
 
 from topolip.experiments import baselines
-from topolip.nets.data import load_mnist
 from topolip.nets.models import collect_activations, forward_probes
-from topolip.nets.train import ModelSpec, TrainConfig, fit
 from topolip.topology.metric import median_pairwise_distance
 from topolip.topology.points import pairwise_distances
 from topolip.topology.rips import default_jobs, rips_diagrams, rips_diagrams_many
@@ -122,15 +120,6 @@ def test_baselines_from_matrices_equal_the_baselines():
         assert got > 0
 
 
-@pytest.fixture(scope="module")
-def small_trained():
-    data = load_mnist(n_train=300, n_test=60, seed=0)
-    torch.manual_seed(0)
-    result = fit(ModelSpec("conv_stack", {"num_layers": 2, "channels": 4}), data,
-                 TrainConfig(epochs=2, batch_size=32, lr=3e-3), device="cpu", progress=False)
-    return result.model, data
-
-
 def test_rips_diagrams_many_in_worker_processes_equal_one_by_one():
     """The parallel path ships only the scaled matrix to a worker: diagrams equal exactly."""
     rng = np.random.default_rng(11)
@@ -167,8 +156,8 @@ def test_rips_diagrams_many_refuses_bad_arguments_by_name(monkeypatch):
         default_jobs(4)
 
 
-def test_forward_probes_is_collect_activations_and_the_logits_in_one_pass(small_trained):
-    model, data = small_trained
+def test_forward_probes_is_collect_activations_and_the_logits_in_one_pass(tiny_conv_stack):
+    model, data = tiny_conv_stack
     x = data.x_test[:50]
     acts, logits = forward_probes(model, x, n_probe=17, batch_size=8)
     ref = collect_activations(model, x[:17], batch_size=8)

@@ -9,8 +9,25 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from topolip.experiments.measure import (
+    measure_model,
+)
+from topolip.experiments.ood import (
+    measure_ood,
+    ood_behaviour,
+)
+from topolip.experiments.robustness import robustness_curves
+from topolip.perturbations.ood_sets import load_ood_batches
 from topolip.report import figures
+from topolip.report.figures import (
+    plot_accuracy_curves,
+    plot_ood_behaviour,
+    plot_sweep,
+    plot_topolip_by_layer,
+    plot_topolip_vs_accuracy,
+)
 from topolip.report.format import ARCH_COLORS, ARCH_LABELS
+from topolip.topology.spec import TopoLipSpec
 
 matplotlib.use("Agg")
 
@@ -195,3 +212,63 @@ def test_sweep_panel_titles_do_not_overlap():
             assert a.x1 < b.x0, "panel titles overlap"
     finally:
         plt.close(fig)
+
+
+# --- figures of a trained model's tables ---------------------------------------------------------
+
+def _png(fig) -> bytes:
+    """``fig`` as PNG bytes without time stamps or version strings."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120, metadata={"Software": None}, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def test_figures_draw_from_tables_and_are_byte_stable(tiny_resnet, mnist_600):
+    import matplotlib.pyplot as plt
+
+    x, y = mnist_600.x_test[:30], mnist_600.y_test[:30]
+    curves = robustness_curves(tiny_resnet, x, y, {"fgsm": [0.0, 0.1], "contrast": [0, 3]})
+    m = measure_model(tiny_resnet, x, y, {"fgsm": 0.1, "contrast": 3}, TopoLipSpec(),
+                      baseline_measures=False)
+    curves2, topo2, summary2 = [], [], []
+    for seed in (0, 1):
+        curves2.append(curves.assign(arch="resnet", seed=seed))
+        topo2.append(m.layers.assign(arch="resnet", seed=seed))
+        summary2.append(m.summary.assign(arch="resnet", seed=seed))
+    curves, topo, summary = pd.concat(curves2), pd.concat(topo2), pd.concat(summary2)
+    ood = ood_behaviour(tiny_resnet, x, y, load_ood_batches(["digits"], mnist_600, n=20)).assign(
+        arch="resnet", seed=0)
+    sweep = pd.DataFrame({"arch": ["vit"] * 3, "parameter": ["num_layers"] * 3,
+                          "value": ["1", "2", "4"], "value_numeric": [1.0, 2.0, 4.0],
+                          "seed": [0] * 3, "test_accuracy": [0.7, 0.8, 0.9],
+                          "geometric_mean": [1.1, 1.2, 1.3],
+                          "geometric_mean_scale_free": [0.9, 1.0, 1.1]})
+    for name, draw in {"curves": lambda: plot_accuracy_curves(curves),
+                       "scatter": lambda: plot_topolip_vs_accuracy(summary),
+                       "sweep": lambda: plot_sweep(sweep, "vit"),
+                       "ood": lambda: plot_ood_behaviour(ood),
+                       "layers": lambda: plot_topolip_by_layer(topo)}.items():
+        images = []
+        for _ in range(2):
+            fig = draw()
+            images.append(_png(fig))
+            plt.close(fig)
+        assert images[0] == images[1], name
+    with pytest.raises(ValueError, match="no sweep rows for arch 'resnet'"):
+        plot_sweep(sweep, "resnet")
+    with pytest.raises(ValueError, match=r"lacks column\(s\) \['unit'\]"):
+        plot_accuracy_curves(curves.drop(columns="unit"))
+    with pytest.raises(ValueError, match="empty"):
+        plot_ood_behaviour(ood.head(0))
+
+
+def test_ood_table_draws_by_set_without_strength(tiny_resnet, mnist_600):
+    import matplotlib.pyplot as plt
+
+    ood = {"digits": load_ood_batches(["digits"], mnist_600, n=20)["digits"][0]}
+    t = measure_ood(tiny_resnet, mnist_600.x_test[:20], ood).assign(arch="resnet", seed=0)
+    fig = plot_topolip_by_layer(t, row="ood_set")
+    assert fig.axes[0].get_title() == "digits: raw"
+    plt.close(fig)

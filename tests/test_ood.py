@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
-from topolip.perturbations.ood_sets import OOD_SETS, load_ood
+from topolip.experiments.measure import (
+    model_summaries,
+)
+from topolip.experiments.ood import (
+    measure_ood,
+    measure_ood_trained,
+    ood_auroc_resamples,
+    ood_behaviour,
+)
+from topolip.experiments.robustness import max_softmax
+from topolip.nets.data import ImageSplit, load_mnist
+from topolip.nets.models import collect_activations
+from topolip.nets.train import accuracy
+from topolip.perturbations.ood_sets import OOD_SETS, load_ood, load_ood_batches
+from topolip.topology.metric import topological_displacement
 
 
 @pytest.mark.parametrize("name", list(OOD_SETS))
@@ -81,3 +98,108 @@ def test_bad_arguments_raise(kwargs, match):
     name = kwargs.pop("name")
     with pytest.raises(ValueError, match=match):
         load_ood(name, **kwargs)
+
+
+# --- OOD behaviour and TopoLip under shift -----------------------------------------------------
+
+def test_max_softmax_matches_softmax_and_bounds(tiny_resnet, mnist_600):
+    conf = max_softmax(tiny_resnet, mnist_600.x_test, batch_size=7)
+    with torch.no_grad():
+        ref = torch.softmax(tiny_resnet(mnist_600.x_test), 1).amax(1).double().numpy()
+    np.testing.assert_allclose(conf, ref, rtol=1e-5)
+    assert conf.shape == (len(mnist_600.x_test),) and conf.min() >= 0.1 - 1e-9 and conf.max() <= 1
+    with pytest.raises(ValueError, match="non-empty"):
+        max_softmax(tiny_resnet, mnist_600.x_test[:0])
+
+
+def test_ood_behaviour_auroc_is_the_pairwise_probability(tiny_resnet, mnist_600):
+    ood = load_ood_batches(["digits", "photo_patches"], mnist_600, n=50, seed=0)
+    t = ood_behaviour(tiny_resnet, mnist_600.x_test, mnist_600.y_test, ood)
+    assert t["dataset"].tolist() == ["in_distribution", "digits", "photo_patches"]
+    assert t["accuracy"].iloc[0] == accuracy(tiny_resnet, mnist_600.x_test, mnist_600.y_test)
+    assert math.isnan(t["auroc"].iloc[0]) and math.isnan(t["accuracy"].iloc[2])
+    assert t["accuracy"].iloc[1] == accuracy(tiny_resnet, *ood["digits"])
+    c_in = max_softmax(tiny_resnet, mnist_600.x_test)
+    for i, name in ((1, "digits"), (2, "photo_patches")):
+        c_out = max_softmax(tiny_resnet, ood[name][0])
+        diff = c_in[:, None] - c_out[None, :]
+        brute = ((diff > 0).sum() + 0.5 * (diff == 0).sum()) / diff.size  # Mann-Whitney
+        assert t["auroc"].iloc[i] == pytest.approx(brute, abs=1e-12)
+        assert t["mean_confidence"].iloc[i] == pytest.approx(c_out.mean())
+    with pytest.raises(ValueError, match="at least one"):
+        ood_behaviour(tiny_resnet, mnist_600.x_test, mnist_600.y_test, {})
+    with pytest.raises(ValueError, match="5 images but 4 labels"):
+        ood_behaviour(tiny_resnet, mnist_600.x_test, mnist_600.y_test,
+                      {"bad": (mnist_600.x_test[:5], mnist_600.y_test[:4])})
+
+
+def test_measure_ood_trained_forwards_each_set_once_with_the_public_results(tiny_resnet, mnist_600):
+    """The per-model task of 06 shares one forward pass per set between the behaviour table and
+    the AUROC resamples: same tables as the two public functions, a third of their passes."""
+    ood = load_ood_batches(["digits", "photo_patches"], mnist_600, n=50, seed=0)
+    seen = []
+    hook = tiny_resnet.register_forward_pre_hook(lambda _m, args: seen.append(len(args[0])))
+    try:
+        _, behaviour, resamples = measure_ood_trained(tiny_resnet, {"seed": 1}, data=mnist_600,
+                                                      ood=ood, n_points=20, n_resamples=3)
+        n_task = sum(seen)
+        seen.clear()
+        ref_b = ood_behaviour(tiny_resnet, mnist_600.x_test, mnist_600.y_test, ood)
+        ref_a = ood_auroc_resamples(tiny_resnet, mnist_600.x_test, ood, n_resamples=3, seed=1)
+        n_public = sum(seen)
+    finally:
+        hook.remove()
+    pd.testing.assert_frame_equal(behaviour, ref_b)
+    auroc = resamples[resamples["measure"] == "auroc"]
+    assert auroc["value"].tolist() == ref_a["auroc"].tolist()
+    assert auroc["group"].tolist() == ref_a["dataset"].tolist()
+    assert set(resamples["measure"]) == {"auroc"}  # no diagram is computed on a resample
+    n_sets = len(mnist_600.x_test) + 50 + 50
+    # one pass per set, plus the TopoLip clouds (20 clean + 20 per OOD set) for the per-layer
+    # table
+    assert n_public == 2 * n_sets and n_task == n_sets + 3 * 20
+
+
+def test_ood_batches_drop_digit_labels_for_other_data():
+    rng = torch.Generator().manual_seed(0)
+    fake = ImageSplit("cifar10", torch.rand(20, 3, 32, 32, generator=rng), torch.arange(20) % 10,
+                      torch.rand(10, 3, 32, 32, generator=rng), torch.arange(10))
+    b = load_ood_batches(["digits", "inverted_mnist"], fake, n=10)
+    for x, y in b.values():
+        assert x.shape == (10, 3, 32, 32) and (y == -1).all()
+        assert float(x.min()) >= 0 and float(x.max()) <= 1
+    mnist = load_ood_batches(["digits"], load_mnist(20, 10), n=10)
+    assert sorted(mnist["digits"][1].tolist()) == list(range(10))
+    with pytest.raises(ValueError, match="distinct OOD sets"):
+        load_ood_batches(["digits", "digits"], fake, n=3)
+    with pytest.raises(ValueError, match="unknown OOD set 'svhn'"):
+        load_ood_batches(["svhn"], fake, n=3)
+
+
+def test_measure_ood_is_unpaired_with_defined_displacements(tiny_resnet, mnist_600):
+    x = mnist_600.x_test[:40]
+    ood = {name: xb[:30] for name, (xb, _) in
+           load_ood_batches(["digits", "inverted_mnist"], mnist_600, n=30).items()}
+    t = measure_ood(tiny_resnet, x, ood)
+    labels = ["input", "stem", "block1", "block2", "block3", "block4", "pool"]
+    assert t["layer"].tolist() == labels * 2
+    assert t[["eps", "bottleneck", "envelope"]].isna().all().all()
+    assert np.isfinite(t["delta"]).all() and (t["delta"] > 0).all()
+    assert (t["n_clean"] == 40).all() and (t["n_ood"] == 30).all()
+    assert t.loc[t["depth"] == 0, "topolip"].isna().all()
+    assert np.isfinite(t.loc[t["depth"] > 0, "topolip"]).all()
+    # Δ_0 is the displacement of the raw pixel clouds, and the ratios telescope
+    d0 = topological_displacement(x.flatten(1).double().numpy(),
+                                  ood["digits"].flatten(1).double().numpy())
+    part = t[t["ood_set"] == "digits"]
+    assert part["delta"].iloc[0] == pytest.approx(d0, rel=1e-9)
+    assert np.prod(part["topolip"].iloc[1:]) == pytest.approx(
+        part["delta"].iloc[-1] / part["delta"].iloc[0], rel=1e-9)
+    acts = collect_activations(tiny_resnet, ood["digits"])
+    assert part["dim"].tolist() == [a.shape[1] for a in acts.values()]
+    s = model_summaries(t.assign(arch="resnet", seed=0), by=("arch", "seed", "ood_set"))
+    assert s["ood_set"].tolist() == ["digits", "inverted_mnist"]
+    with pytest.raises(ValueError, match="like x"):
+        measure_ood(tiny_resnet, x, {"small": torch.rand(5, 1, 8, 8)})
+    with pytest.raises(ValueError, match="at least one"):
+        measure_ood(tiny_resnet, x, {})

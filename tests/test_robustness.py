@@ -7,10 +7,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+import torch
+from torch import nn
 
 from topolip.evidence.masking import MASKING_CHECKS, ladder_table, masking_checks, masking_summary
+from topolip.experiments.robustness import max_softmax, robustness_curves
+from topolip.nets.data import load_mnist
+from topolip.nets.train import accuracy
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ["perturbation", "strength", "unit", "n", "accuracy", "accuracy_clean",
@@ -168,11 +174,8 @@ def test_the_masking_module_imports_no_torch():
 @pytest.fixture(scope="module")
 def trained():
     """A small MLP on 500 embedded MNIST digits and the data split it came from."""
-    import torch
     import torch.nn.functional as F
-    from torch import nn
 
-    from topolip.nets.data import load_mnist
 
     d = load_mnist(n_train=500, n_test=300, seed=0)
     torch.manual_seed(0)
@@ -250,3 +253,61 @@ def test_the_per_model_task_gives_the_contract_columns_and_passes_the_checks(tra
         robustness_trained(model, {"seed": 2}, **(kw | {"topolip_eps": 0.07}))
     with pytest.raises(ValueError, match=r"probe_steps \(10\) must be below pgd_steps \(10\)"):
         robustness_trained(model, {"seed": 2}, **(kw | {"probe_steps": 10}))
+
+
+# --- robustness curves -------------------------------------------------------------------------
+
+def test_strength_zero_is_clean_accuracy_and_drop_is_consistent(tiny_resnet, mnist_600):
+    x, y = mnist_600.x_test, mnist_600.y_test
+    t = robustness_curves(tiny_resnet, x, y, {"fgsm": [0.0, 0.1], "pgd": [0.0],
+                                          "gaussian_noise": [0, 3], "elastic": [0]}, seed=1)
+    clean = accuracy(tiny_resnet, x, y)
+    zero = t[t["strength"] == 0]
+    assert len(zero) == 4 and (zero["accuracy"] == clean).all()
+    assert (t["accuracy_clean"] == clean).all() and (t["n"] == len(y)).all()
+    np.testing.assert_allclose(t["accuracy_drop"], clean - t["accuracy"], atol=0)
+    assert t["unit"].tolist() == ["eps", "eps", "eps", "severity", "severity", "severity"]
+    assert t.loc[t["perturbation"] == "fgsm", "accuracy"].iloc[1] < clean  # the attack bites
+    assert not tiny_resnet.training
+
+
+def test_pgd_accuracy_does_not_increase_with_eps(tiny_resnet, mnist_600):
+    eps = [0.0, 0.02, 0.05, 0.1, 0.2, 0.3]
+    t = robustness_curves(tiny_resnet, mnist_600.x_test, mnist_600.y_test, {"pgd": eps}, seed=0,
+                          pgd_steps=10)
+    acc = t["accuracy"].to_numpy()
+    assert t["strength"].tolist() == eps
+    assert (np.diff(acc) <= 0).all(), acc
+    assert acc[-1] < 0.2 < acc[0]
+
+
+def test_pgd_is_at_least_as_strong_as_fgsm(tiny_resnet, mnist_600):
+    t = robustness_curves(tiny_resnet, mnist_600.x_test, mnist_600.y_test,
+                          {"fgsm": [0.1], "pgd": [0.1]}, pgd_steps=10)
+    fgsm_acc, pgd_acc = t["accuracy"]
+    assert pgd_acc <= fgsm_acc
+
+
+def test_robustness_curves_reject_bad_input(tiny_resnet, mnist_600):
+    x, y = mnist_600.x_test[:10], mnist_600.y_test[:10]
+    with pytest.raises(ValueError, match=r"unknown perturbation\(s\) \['fog'\]"):
+        robustness_curves(tiny_resnet, x, y, {"fog": [1]})
+    with pytest.raises(ValueError, match=r"severity of 'contrast' must be an integer"):
+        robustness_curves(tiny_resnet, x, y, {"contrast": [2.5]})
+    with pytest.raises(ValueError, match=r"strengths\['fgsm'\] must be a non-empty list"):
+        robustness_curves(tiny_resnet, x, y, {"fgsm": []})
+    with pytest.raises(ValueError, match=r"strengths\['fgsm'\] must be a non-empty list"):
+        robustness_curves(tiny_resnet, x, y, {"fgsm": 0.1})
+    with pytest.raises(ValueError, match="exceeds 1, the whole pixel range"):
+        robustness_curves(tiny_resnet, x, y, {"fgsm": [8]})
+    with pytest.raises(ValueError, match="severity must be an integer in 0..5"):
+        robustness_curves(tiny_resnet, x, y, {"rotation": [6]})
+
+
+def test_models_never_left_in_train_mode():
+    model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3), nn.Dropout(0.5))
+    model.train()
+    x, y = torch.rand(6, 1, 2, 2), torch.arange(6) % 3
+    robustness_curves(model, x, y, {"fgsm": [0.1]})
+    max_softmax(model, x)
+    assert model.training and model[2].training
