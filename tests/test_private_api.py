@@ -18,19 +18,12 @@ import ast
 from pathlib import Path
 
 import pytest
-from test_layering import import_from_module
+from test_layering import import_from_module, module_name
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "topolip"
 BENCHMARKS = ROOT / "benchmarks"
 FILES = sorted(PACKAGE.rglob("*.py")) + sorted(BENCHMARKS.glob("*.py"))
-
-
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
 
 
 def _root_name(node: ast.expr) -> str | None:
@@ -92,14 +85,14 @@ def private_api_uses(source: str, module: str, *, is_package: bool = False) -> l
     return sorted(p for p in problems if p)
 
 
-@pytest.mark.parametrize("path", FILES, ids=_module_name)
+@pytest.mark.parametrize("path", FILES, ids=module_name)
 def test_no_private_api_across_a_boundary(path):
-    assert private_api_uses(path.read_text(), _module_name(path),
+    assert private_api_uses(path.read_text(), module_name(path),
                             is_package=path.name == "__init__.py") == []
 
 
 def test_the_benchmarks_are_scanned():
-    names = {_module_name(p) for p in FILES}
+    names = {module_name(p) for p in FILES}
     assert {"benchmarks.bench_topolip", "benchmarks.bench_distances"} <= names
     # a benchmark is outside every package of ours: none of our private names or modules
     assert private_api_uses("from topolip import diagrams as dg\nx = dg._snap_pairs\n"
