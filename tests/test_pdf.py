@@ -45,17 +45,25 @@ def test_print_page_joins_the_toc_pages_in_order_with_rebased_links(tmp_path):
         title="1. Training", img="b.png"))
     out = print_page(html, tmp_path)
     soup = bs4.BeautifulSoup(out.read_text(), "html.parser")
-    sections = soup.select("section.topolip-print-chapter")
+    contents, *sections = soup.select("section.topolip-print-chapter")
     assert [s["data-page"] for s in sections] == ["book/intro.html",
                                                    "book/notebooks/01_train.html"]
     assert [s.h1.get_text() for s in sections] == ["Intro", "1. Training"]
+    # the contents page first: each chapter, linked to its heading
+    assert contents.h1.get_text() == "Contents" and "data-page" not in contents.attrs
+    links = [(a.get_text(), a["href"]) for a in contents.find_all("a")]
+    assert [text for text, _ in links] == ["Intro", "1. Training"]
+    for (_, href), section in zip(links, sections, strict=True):
+        assert section.h1["id"] == href[1:]
+    assert "topolipFitTables" in str(soup.head)  # wide tables fitted as on the site
     assert [i["src"] for i in soup.find_all("img")] == ["_images/a.png", "_images/b.png"]
     site = "https://topolip.github.io/topolip-companion/"  # no repository.url: the default
-    assert [a["href"] for a in soup.find_all("a")] == [
+    assert [a["href"] for s in sections for a in s.find_all("a")] == [
         f"{site}book/other.html#sec", "https://example.org/",
         f"{site}book/notebooks/other.html#sec", "https://example.org/"]
     scripts = [s.get("src") for s in soup.head.find_all("script")]
-    assert scripts == [None, "_static/mathjax/tex-chtml.js"]  # MathJax and its config only
+    # MathJax and its config, then the table fitting; no theme or Thebe script
+    assert scripts == [None, "_static/mathjax/tex-chtml.js", None]
     assert soup.head.find("link")["href"] == "_static/theme.css"
     assert soup.find("nav") is None and "break-before: page" in soup.style.get_text()
     (html / "book/intro.html").unlink()

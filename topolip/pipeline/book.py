@@ -513,11 +513,45 @@ article code.literal, article code.literal span.pre { white-space: normal !impor
                                                        overflow-wrap: anywhere; }
 div.highlight pre { overflow-x: auto; max-width: 100%; }
 img { max-width: 100%; height: auto; }
+.topolip-table table { font-size: 0.85em !important; }
+.topolip-table th { white-space: normal; vertical-align: bottom; }
+.topolip-table.topolip-compact table { font-size: 0.75em !important; }
+.topolip-table.topolip-compact td, .topolip-table.topolip-compact th {
+  padding: 1px 3px !important; max-width: 14em !important; }
+.topolip-table.topolip-stacked table, .topolip-table.topolip-stacked tbody,
+.topolip-table.topolip-stacked tr { display: block; width: auto; }
+.topolip-table.topolip-stacked td { display: inline-block; margin-right: 1.2em; }
+.topolip-table.topolip-stacked thead { display: none; }
+.topolip-table.topolip-stacked caption { display: block; max-width: none; }
+.topolip-table.topolip-stacked tr { border-bottom: 1px solid #888; padding: 4px 0; }
+.topolip-table.topolip-stacked td { text-align: left !important; max-width: none !important;
+                                    white-space: normal !important; padding: 0 4px !important; }
+.topolip-table.topolip-stacked td::before { content: attr(data-label) ": "; font-weight: 600; }
+"""
+#: A table too wide for its column is set smaller and tighter; if still too wide, shown stacked: each row a block of "column: value" lines
+#: (every cell labelled by ``topolip.report.format.show_table``'s ``data-label``), so no column
+#: is ever hidden off-screen, at any width; measured again when the window is resized. The PDF's
+#: print page (:mod:`topolip.pipeline.pdf`) runs it too, at the printed column's width.
+FIT_TABLES_JS = """
+function topolipFitTables() {
+  document.querySelectorAll("div.topolip-table").forEach(box => {
+    const table = box.querySelector("table");
+    if (!table) return;
+    const heads = Array.from(table.querySelectorAll("thead th")).map(th => th.innerText.trim());
+    table.querySelectorAll("tbody tr").forEach(tr => Array.from(tr.children).forEach((td, i) => {
+      if (!td.hasAttribute("data-label") && heads[i]) td.setAttribute("data-label", heads[i]);
+    }));
+    box.classList.remove("topolip-compact", "topolip-stacked");
+    const wide = () => table.getBoundingClientRect().width > box.clientWidth + 1;
+    if (wide()) box.classList.add("topolip-compact");
+    if (wide()) box.classList.replace("topolip-compact", "topolip-stacked");
+  });
+}
 """
 #: The theme's buttons label themselves ("Search", "Color mode") apart from the text they show
 #: ("Search Ctrl+K", "light/dark"), so their accessible name does not contain their visible
 #: text (WCAG 2.5.3, axe: label-content-name-mismatch): a control that shows text is named by it.
-SITE_JS = """
+SITE_JS = FIT_TABLES_JS + """
 function topolipNameByText() {
   document.querySelectorAll("button[aria-label], a[aria-label], summary[aria-label]")
     .forEach(b => {
@@ -529,6 +563,9 @@ function topolipNameByText() {
   });
 }
 document.addEventListener("DOMContentLoaded", () => {
+  topolipFitTables();
+  window.addEventListener("resize", topolipFitTables);
+  window.addEventListener("load", topolipFitTables);
   topolipNameByText();  // and again whenever the theme's scripts fill in a button
   new MutationObserver(topolipNameByText).observe(document.body,
                                                   {childList: true, subtree: true});

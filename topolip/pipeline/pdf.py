@@ -4,12 +4,14 @@ Jupyter Book 1's own PDF builder downloads a Chromium at run time; this does not
 
 1. assembles one page, ``_build/html/print.html``, from the pages of the table of contents in
    order (each page's ``<article>``, its links rebased), with the book's own style sheets and
-   MathJax, and a print style sheet that hides buttons, sidebars and permalinks and starts each
-   chapter on a new page;
+   MathJax, a print style sheet that hides buttons, sidebars and permalinks, starts each
+   chapter on a new page and keeps every figure within a page, and a contents page (every
+   chapter and section, linked); tables too wide for the printed column are laid out as on the
+   site (``FIT_TABLES_JS``: smaller, else stacked), so that no column is cut;
 2. opens it in headless chromium (``chromedriver``'s WebDriver, the network off: the page is
    served from 127.0.0.1 and every other host goes to a closed port), waits for the images and
-   for MathJax to finish typesetting, and prints it with page numbers in the footer
-   (the DevTools ``Page.printToPDF`` command).
+   for MathJax to finish typesetting, and prints it with page numbers in the footer and an
+   outline of the headings as the PDF's bookmarks (the DevTools ``Page.printToPDF`` command).
 
 The PDF lands in ``_build/pdf/<name>.pdf`` and a copy in ``_build/html/<name>.pdf``, which the
 site links (``book/intro.md``, ``book/reproduce.md``).
@@ -34,7 +36,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from topolip.pipeline.book import repository_url, site_url, toc_documents
+from topolip.pipeline.book import FIT_TABLES_JS, repository_url, site_url, toc_documents
 
 __all__ = ["build_pdf", "pdf_name", "print_page"]
 
@@ -52,9 +54,20 @@ button, .dropdown-buttons, .thebe-launch-button, .copybtn, .search-button, nav,
 .bd-header-article, .skip-link, #pst-back-to-top { display: none !important; }
 .topolip-print-chapter { break-before: page; }
 .topolip-print-chapter:first-of-type { break-before: auto; }
-figure, table, img, pre, .math { break-inside: avoid; }
+figure, table, img, pre, .math, .topolip-table tr { break-inside: avoid; }
 img { max-width: 100% !important; height: auto !important; }
+/* a figure never taller than a page (a taller one was pushed to the next page, leaving a
+   blank one, and split there anyway): the image shrinks to leave room for its caption */
+figure img, img { max-height: 190mm !important; width: auto !important;
+                  object-fit: contain; }
 div.topolip-table, .table-wrapper, div.cell_output { overflow: visible !important; }
+/* laid out at the printed column's width (A4 less the margins), on screen too, so that the
+   tables' fitting (FIT_TABLES_JS) measures what will be printed */
+#topolip-print { width: 178mm; max-width: 178mm; margin: 0; padding: 0; }
+.topolip-table td, .topolip-table th { max-width: none !important; }
+.topolip-print-contents ol { list-style: none; padding-left: 0; }
+.topolip-print-contents ol ol { padding-left: 1.5em; font-size: 0.95em; }
+.topolip-print-contents li { margin: 1px 0; }
 a { color: inherit; text-decoration: none; }
 body { font-size: 10.5pt; }
 """
@@ -75,8 +88,12 @@ function images() {
 function ready() {
   const math = (window.MathJax && MathJax.startup && MathJax.startup.promise)
       ? MathJax.startup.promise : Promise.resolve();
-  Promise.all([math, images()]).then(() => done({
-      ok: true, mathjax: !!window.MathJax, figures: document.querySelectorAll("figure").length}),
+  Promise.all([math, images()]).then(() => {
+    if (window.topolipFitTables) topolipFitTables();
+    return new Promise(r => setTimeout(r, 50));
+  }).then(() => done({
+      ok: true, mathjax: !!window.MathJax, figures: document.querySelectorAll("figure").length,
+      stacked: document.querySelectorAll(".topolip-stacked").length})),
     e => done({ok: false, error: String(e)}));
 }
 if (document.readyState === "complete") ready(); else window.addEventListener("load", ready);
@@ -174,9 +191,47 @@ def print_page(html: str | Path, root: str | Path = ".") -> Path:
                                                 "data-page": page.as_posix()})
         section.extend(list(article.children))
         main.append(section)
+    main.insert(0, _contents(out, main))
+    fit = out.new_tag("script")
+    fit.string = FIT_TABLES_JS
+    out.head.append(fit)
     path = html / PRINT_PAGE
     path.write_text(str(out), encoding="utf-8")
     return path
+
+
+def _contents(out, main):
+    """The contents page: every chapter (``h1``) and section (``h2``) of ``main`` in order, each
+    a link to its heading (given an id ``topolip-toc-N``: pages' own ids may repeat)."""
+    section = out.new_tag("section", attrs={"class": "topolip-print-chapter "
+                                                     "topolip-print-contents"})
+    title = out.new_tag("h1")
+    title.string = "Contents"
+    section.append(title)
+    top = out.new_tag("ol")
+    section.append(top)
+    current = None
+    for n, heading in enumerate(main.find_all(["h1", "h2"])):
+        for link in heading.select("a.headerlink"):
+            link.decompose()
+        text = " ".join(heading.get_text(" ").split())
+        if not text:
+            continue
+        heading["id"] = f"topolip-toc-{n}"
+        item = out.new_tag("li")
+        link = out.new_tag("a", href=f"#topolip-toc-{n}")
+        link.string = text
+        item.append(link)
+        if heading.name == "h1" or current is None:
+            top.append(item)
+            current = out.new_tag("ol")
+            item.append(current)
+        else:
+            current.append(item)
+    for empty in section.find_all("ol"):
+        if not empty.find("li"):
+            empty.decompose()
+    return section
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -281,6 +336,8 @@ def build_pdf(html: str | Path = "_build/html", root: str | Path = ".", *,
             result = _call(base, "POST", f"/session/{session}/goog/cdp/execute", {
                 "cmd": "Page.printToPDF",
                 "params": {"printBackground": True, "preferCSSPageSize": True,
+                           # bookmarks: the outline of the headings (needs a tagged PDF)
+                           "generateTaggedPDF": True, "generateDocumentOutline": True,
                            "displayHeaderFooter": True, "headerTemplate": "<div></div>",
                            "footerTemplate": FOOTER}})
     finally:

@@ -133,6 +133,12 @@ def theory_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]
     return f
 
 
+#: Reader-facing names of the data sets and training devices of ``train-data``.
+_DATA_LABELS = {"mnist": "MNIST", "cifar10": "CIFAR-10", "cifar-10": "CIFAR-10",
+                "digits": "scikit-learn's 8×8 digits"}
+_DEVICE_LABELS = {"cpu": "the CPU", "cuda": "a GPU", "mps": "an Apple GPU"}
+
+
 def train_findings(tables: Tables, params: Mapping[str, Any], *, capacity: pd.DataFrame,
                    match_tolerance: float, data_name: str, device: str) -> dict[str, str]:
     """What ``01_train`` glues, from ``models`` and the capacity table.
@@ -171,8 +177,10 @@ def train_findings(tables: Tables, params: Mapping[str, Any], *, capacity: pd.Da
     f["n-archs"] = glue_text(len(params["archs"]), "{:d}")
     f["n-seeds"] = glue_text(len(params["seeds"]), "{:d}")
     f["train-epochs"] = glue_text(params["epochs"], "{:d}")
+    data = _DATA_LABELS.get(str(data_name).lower(), str(data_name))
+    where = _DEVICE_LABELS.get(str(device).lower(), f"the {device} device")
     f["train-data"] = glue_text(
-        f"{data_name}, {params['n_train']} training images, device {device}", "{}")
+        f"{data} ({int(params['n_train']):,} training images) on {where}", "{}")
     for arch in roster.arch_names():
         value = acc["mean"].get(arch, float("nan"))
         f[f"acc-{arch.replace('_', '-')}"] = glue_text(value, "{:.3f}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import math
 import numbers
+import re
 from collections.abc import Mapping
 
 import numpy as np
@@ -430,7 +431,25 @@ def show_table(df: pd.DataFrame, *, columns: Mapping[str, str] | None = None, di
     if caption:
         styler = styler.set_caption(html.escape(caption))
     note = f"{MISSING}: {na_reason}" if (na_reason and has_missing) else None
-    return _HTML(_wrap(styler.to_html(), note))
+    return _HTML(_wrap(_label_cells(styler.to_html(), list(text.columns)), note))
+
+
+_DATA_CELL = re.compile(r'<td (id="[^"]*" )?(class="data row\d+ col(\d+)")')
+
+
+def _label_cells(table_html: str, labels: list[str]) -> str:
+    """Give every data cell its column's label (``data-label``), which the site's stacked
+    layout shows beside the value when a table is too wide for its column
+    (``topolip.pipeline.book.FIT_TABLES_JS``).
+
+    >>> _label_cells('<td id="T_row0_col1" class="data row0 col1" >3</td>', ["a", "b & c"])
+    '<td data-label="b &amp; c" id="T_row0_col1" class="data row0 col1" >3</td>'
+    """
+    def add(m: re.Match) -> str:
+        label = html.escape(str(labels[int(m.group(3))]), quote=True)
+        return f'<td data-label="{label}" {m.group(1) or ""}{m.group(2)}'
+
+    return _DATA_CELL.sub(add, table_html)
 
 
 def show_parameters(params: Mapping, *, caption: str = "Parameters of this run") -> _HTML:
