@@ -9,7 +9,9 @@ local port, so a page that needs the internet (a CDN) fails here as it would off
 For every page: it loads; every resource it requests exists (no 404); every image has loaded
 (``naturalWidth > 0``); the math has been typeset (no raw ``\\(`` or ``\\[`` left outside code)
 and no display equation is wider than the text column at 1280 px;
-every internal link resolves (file and anchor); no cell output shows "Traceback" or an
+every internal link resolves (file and anchor); no table is wider than its column at 1280 px
+(nor, for the chapters' tables, at 420 px); no glue is left unresolved (a ``{glue`` role or a
+``notebook.ipynb::key`` / ``key:s`` printed in its place); the head has one viewport meta; no cell output shows "Traceback" or an
 "...Error"; every figure with a ``fig-...`` id (``publish_figure``) shows its provenance line
 (its id and "regenerate:") in its caption; the browser's console logs no error; at a phone's
 width (420 px) the page does not scroll sideways; axe-core (npm's, injected from
@@ -205,6 +207,18 @@ function report() {
       .map(m => ({width: m.scrollWidth, box: m.clientWidth,
                   text: (m.getAttribute("aria-label") || m.textContent || "").slice(0, 60)})),
     outputs: outputs,
+    // a table wider than its column (its box scrolls, or it sticks out of the text column)
+    wide_tables: Array.from(document.querySelectorAll("article table, body > table")).map(t => {
+      const col = t.closest("article") || document.body;
+      const box = t.parentElement;
+      const width = t.getBoundingClientRect().width;
+      const room = Math.min(col.clientWidth, box.clientWidth);
+      return {width: Math.round(width), room: room, ours: !!t.closest(".topolip-table"),
+              caption: (t.caption ? t.caption.innerText : t.innerText).slice(0, 50)};
+    }).filter(x => x.width > x.room + 1),
+    // glue that Sphinx did not resolve: the role's text, or a key printed in its place
+    glue_left: (document.body.innerText.match(/\{glue(:\w+)?\}|\S+\.ipynb::\S+|\b[\w-]+:s\b(?=[.,;) ]|$)/g) || []),
+    viewports: document.querySelectorAll('meta[name="viewport"]').length,
     links: Array.from(document.querySelectorAll("a[href]")).map(a => a.href),
     figures: Array.from(document.querySelectorAll("figure[id^='fig-']")).map(f => ({
       id: f.id, caption: (f.querySelector("figcaption") || {innerText: ""}).innerText})),
@@ -309,6 +323,10 @@ def check_site(html_dir: Path, browser: Browser, pages: list[Path] | None = None
                 browser.width(PHONE)
                 browser.get(url)
                 wide = browser.run(OVERFLOW)
+                # at a phone's width the tables of the chapters (show_table) must fit too;
+                # Markdown tables scroll in the theme's box there
+                phone_tables = [tb for tb in browser.run_async(INSPECT)["wide_tables"]
+                                if tb["ours"]]
                 if wide["scroll"] > wide["width"] + 1:
                     found.append(f"scrolls sideways at {PHONE} px: {wide['scroll']} > "
                                  f"{wide['width']} px (widest: {wide['worst']})")
@@ -328,6 +346,16 @@ def check_site(html_dir: Path, browser: Browser, pages: list[Path] | None = None
             for eq in info["wide_math"]:
                 found.append(f"equation scrolls sideways at 1280 px: {eq['width']} > "
                              f"{eq['box']} px ({eq['text']!r})")
+            for tb in info["wide_tables"]:
+                found.append(f"table wider than its column at 1280 px: {tb['width']} > "
+                             f"{tb['room']} px ({tb['caption']!r})")
+            for text in sorted(set(info["glue_left"])):
+                found.append(f"unresolved glue on the page: {text!r}")
+            if info["viewports"] > 1:
+                found.append(f"{info['viewports']} viewport meta tags (one expected)")
+            for tb in phone_tables:
+                found.append(f"table wider than its column at {PHONE} px: {tb['width']} > "
+                             f"{tb['room']} px ({tb['caption']!r})")
             for text in info["outputs"]:
                 if m := ERROR_TEXT.search(text):
                     found.append(f"error text in an output: {m.group(0)!r}")
@@ -391,7 +419,12 @@ def test_checker_flags_a_planted_broken_page(tmp_path, browser):
         '<div style="width:900px">a wide block</div>'
         '<mjx-container display="true" style="display:block;width:300px;overflow-x:auto">'
         '<span style="display:inline-block;width:600px">a wide equation</span></mjx-container>'
-        '<div class="citation" id="ref-b">B. Never cited. 2021.</div></body></html>')
+        '<div class="citation" id="ref-b">B. Never cited. 2021.</div>'
+        '<article style="width:300px"><div class="topolip-table"><table><caption>too wide'
+        '</caption><tr><td style="white-space:nowrap">a cell far wider than the column of '
+        'its page, which is only 300 px wide</td></tr></table></div><p>Data: {glue:text}`notebooks/01_train.ipynb::train-data:s`.</p></article>'
+        '<meta name="viewport" content="a"><meta name="viewport" content="b">'
+        '</body></html>')
     result = check_site(tmp_path, browser)
     assert result["good.html"] == []
     broken = "\n".join(result["broken.html"])
@@ -406,7 +439,11 @@ def test_checker_flags_a_planted_broken_page(tmp_path, browser):
     assert "scrolls sideways at 420 px" in broken
     assert "equation scrolls sideways at 1280 px: 600 > 300 px ('a wide equation')" in broken
     assert "reference never cited: 'B. Never cited. 2021.'" in broken
-    assert len(result["broken.html"]) == 12, broken  # the 404 also logs a console error
+    assert "table wider than its column at 1280 px: " in broken and "'too wide'" in broken
+    assert f"table wider than its column at {PHONE} px: " in broken
+    assert "unresolved glue on the page: '{glue:text}'" in broken
+    assert "2 viewport meta tags (one expected)" in broken
+    assert len(result["broken.html"]) == 17, broken  # the 404 also logs a console error
 
 
 @pytest.mark.browser

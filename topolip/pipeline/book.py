@@ -313,8 +313,9 @@ _GLUE_FIGURE = re.compile(r"```\{glue:figure\}\s*(?P<id>\S+)\n(?P<body>.*?)```",
 def _figure_blocks(notebooks: dict[str, object]) -> dict[str, dict]:
     """``{figure id: {"doc", "alt", "caption"}}`` from the ``{glue:figure}`` blocks of the pages."""
     found = {}
+    every = {Path(doc).name: glue_values(nb) for doc, nb in notebooks.items()}
     for doc, nb in notebooks.items():
-        glued = glue_values(nb)
+        glued = every[Path(doc).name]
         for cell in nb.cells:
             if cell.cell_type != "markdown":
                 continue
@@ -325,11 +326,27 @@ def _figure_blocks(notebooks: dict[str, object]) -> dict[str, dict]:
                 caption = " ".join(line.strip() for line in lines
                                    if line.strip() and not line.startswith(":"))
                 caption = re.sub(r"\{glue:md\}`[^`]*`", "", caption)
-                caption = re.sub(r"\{glue:text\}`(?:[^`:]*::)?([^`]*)`",
-                                 lambda m, g=glued: g.get(m.group(1), m.group(1)), caption)
+                caption = re.sub(r"\{glue:text\}`(?:([^`:]*)::)?([^`]*?)(?::[^`:]*)?`",
+                                 lambda m, g=glued: _glued(m, g, every), caption)
                 found[match.group("id")] = {"doc": doc, "alt": options.get("alt", ""),
                                             "caption": caption.strip()}
     return found
+
+
+def _glued(match: re.Match, own: dict[str, str], every: dict[str, dict[str, str]]) -> str:
+    """The text of a ``{glue:text}`` role (``[notebook.ipynb::]key[:format]``): the key's glued
+    text in that notebook (else this one).
+
+    Raises
+    ------
+    KeyError
+        Naming the role, when no notebook glued the key (a caption would print a raw key).
+    """
+    page, key = match.group(1), match.group(2)
+    values = every.get(Path(page).stem, {}) if page else own
+    if key not in values:
+        raise KeyError(f"{match.group(0)}: no notebook glued {key!r}")
+    return values[key]
 
 
 def figure_bibtex(sidecar: dict, url: str, year: str, author: str) -> str:
@@ -587,12 +604,15 @@ def tidy_page(text: str) -> str:
 
     A ``<script>`` line of the head repeated verbatim is dropped (sphinx-thebe's set-up script is
     included twice under sphinx-book-theme; the copy throws ``Identifier 'THEBE_JS_URL' has
-    already been declared``), the bibliography's ``role="list"``, whose entries are not
+    already been declared``), only the first viewport meta of the head is kept, the bibliography's ``role="list"``, whose entries are not
     list items, is removed (axe: aria-required-children), and the tables' boxes, which scroll
     sideways, are made focusable (axe: scrollable-region-focusable).
 
     >>> tidy_page("<head>\\n<script>const A = 1;</script>\\n<script>const A = 1;</script>\\n"
     ...           "</head>").count("const A")
+    1
+    >>> tidy_page('<head><meta name="viewport" content="a" /><meta name="viewport" content="b">'
+    ...           '\\n</head>').count("viewport")
     1
     """
     head, sep, body = text.partition("</head>")
@@ -603,6 +623,10 @@ def tidy_page(text: str) -> str:
                 continue
             seen.add(line.strip())
         lines.append(line)
+    # one viewport meta: Sphinx's basic layout, the theme and myst-nb each write their own
+    found = iter(range(10**6))
+    head = re.sub(r'\s*<meta name="viewport"[^>]*>',
+                  lambda m: m.group(0) if next(found) == 0 else "", "\n".join(lines))
     body = body.replace('<div role="list" class="citation-list">', '<div class="citation-list">')
     # a cell output whose wide table scrolls sideways must be reachable by keyboard
     # (axe: scrollable-region-focusable)
@@ -612,7 +636,7 @@ def tidy_page(text: str) -> str:
     # the search button shows "Search Ctrl+K": named by that text, not aria-label="Search"
     body = re.sub(r'(<button class="[^"]*search-button__button[^"]*"[^>]*?) aria-label="Search"',
                   r"\1", body)
-    return "\n".join(lines) + sep + body
+    return head + sep + body
 
 
 def _site_static(app) -> None:
