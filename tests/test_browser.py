@@ -11,7 +11,8 @@ For every page: it loads; every resource it requests exists (no 404); every imag
 and no display equation is wider than the text column at 1280 px;
 every internal link resolves (file and anchor); no table is wider than its column at 1280 px
 (nor, for the chapters' tables, at 420 px); no glue is left unresolved (a ``{glue`` role or a
-``notebook.ipynb::key`` / ``key:s`` printed in its place); the head has one viewport meta; no cell output shows "Traceback" or an
+``notebook.ipynb::key`` / ``key:s`` printed in its place); the head has one viewport meta;
+no cell output shows "Traceback" or an
 "...Error"; every figure with a ``fig-...`` id (``publish_figure``) shows its provenance line
 (its id and "regenerate:") in its caption; the browser's console logs no error; at a phone's
 width (420 px) the page does not scroll sideways; axe-core (npm's, injected from
@@ -217,7 +218,8 @@ function report() {
               caption: (t.caption ? t.caption.innerText : t.innerText).slice(0, 50)};
     }).filter(x => x.width > x.room + 1),
     // glue that Sphinx did not resolve: the role's text, or a key printed in its place
-    glue_left: (document.body.innerText.match(/\{glue(:\w+)?\}|\S+\.ipynb::\S+|\b[\w-]+:s\b(?=[.,;) ]|$)/g) || []),
+    glue_left: (document.body.innerText.match(
+      /\{glue(:\w+)?\}|\S+\.ipynb::\S+|\b[\w-]+:s\b(?=[.,;) ]|$)/g) || []),
     viewports: document.querySelectorAll('meta[name="viewport"]').length,
     links: Array.from(document.querySelectorAll("a[href]")).map(a => a.href),
     figures: Array.from(document.querySelectorAll("figure[id^='fig-']")).map(f => ({
@@ -422,7 +424,8 @@ def test_checker_flags_a_planted_broken_page(tmp_path, browser):
         '<div class="citation" id="ref-b">B. Never cited. 2021.</div>'
         '<article style="width:300px"><div class="topolip-table"><table><caption>too wide'
         '</caption><tr><td style="white-space:nowrap">a cell far wider than the column of '
-        'its page, which is only 300 px wide</td></tr></table></div><p>Data: {glue:text}`notebooks/01_train.ipynb::train-data:s`.</p></article>'
+        'its page, which is only 300 px wide</td></tr></table></div>'
+        '<p>Data: {glue:text}`notebooks/01_train.ipynb::train-data:s`.</p></article>'
         '<meta name="viewport" content="a"><meta name="viewport" content="b">'
         '</body></html>')
     result = check_site(tmp_path, browser)

@@ -113,3 +113,71 @@ def test_the_pdf_matches_the_html():
         ["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout).group(1))
     assert f"1 / {pages}" in text and f"{pages} / {pages}" in text  # page numbers
     assert len(figures) >= len(docs) - 5  # a figure in every notebook chapter
+
+
+def pdf_problems(pdf: Path, html: Path, docs: list[Path]) -> list[str]:
+    """What a reader of ``pdf`` would miss: no contents page, an outline (bookmarks) without a
+    chapter, a blank page, a table cell of the HTML pages ``docs`` (under ``html``) whose words
+    are not in the PDF (a column cut off)."""
+    problems = []
+    pages = int(re.search(r"Pages:\s+(\d+)", subprocess.run(
+        ["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout).group(1))
+    for page in range(1, pages + 1):
+        text = subprocess.run(["pdftotext", "-f", str(page), "-l", str(page), str(pdf), "-"],
+                              capture_output=True, text=True, check=True).stdout
+        if not re.sub(r"\d+ / \d+|\s", "", text):
+            problems.append(f"blank page {page}")
+    xml = subprocess.run(["pdftohtml", "-xml", "-i", "-stdout", "-q", str(pdf)],
+                         capture_output=True, text=True, check=True).stdout
+    outline = [_normal(bs4.BeautifulSoup(m, "html.parser").get_text())
+               for m in re.findall(r"<item[^>]*>([^<]*)", xml)]
+    if not outline or outline[0] != "Contents":
+        problems.append(f"the outline does not start with the contents page: {outline[:3]}")
+    flat = _normal(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True,
+                                  check=True).stdout)
+    words = set(flat.split())
+    words |= {w.rstrip(":") for w in words}  # a stacked table prints "label: value"
+    for doc in docs:
+        soup = bs4.BeautifulSoup((html / doc.with_suffix(".html")).read_text(), "html.parser")
+        article = soup.find("article") or soup.body
+        h1 = article.find("h1")
+        if h1 is not None:
+            title = _normal(h1.get_text(" ")).replace("#", "").strip()
+            words_of_title = title.split()[-2:]
+            if not any(all(w in item for w in words_of_title) for item in outline):
+                problems.append(f"no bookmark for the chapter {title!r}")
+        for cell in article.select("div.topolip-table td, div.topolip-table th"):
+            lost = [w for w in _normal(cell.get_text(" ")).split() if w not in words]
+            if lost:
+                problems.append(f"{doc.stem}: table cell {cell.get_text(' ')[:40]!r} not in the "
+                                f"PDF (missing {lost[:3]})")
+    return problems
+
+
+@pytest.mark.browser
+def test_the_pdf_has_a_way_in_no_blank_page_and_every_table_column():
+    pdf = BOOK / PDF_NAME
+    if not pdf.exists() or shutil.which("pdftohtml") is None:
+        message = f"no {pdf} (run `make book` and `make pdf`) or no poppler-utils"
+        if REQUIRE:
+            pytest.fail(message)
+        pytest.skip(message)
+    from topolip.pipeline.book import toc_documents
+
+    staged = BOOK.parent / ".book"
+    docs = toc_documents(staged if (staged / "_toc.yml").exists() else ROOT)
+    problems = pdf_problems(pdf, BOOK, docs)
+    assert not problems, "\n".join(problems[:30])
+
+
+@pytest.mark.browser
+def test_pdf_problems_flags_a_table_cell_the_pdf_lacks(tmp_path):
+    pdf = BOOK / PDF_NAME
+    if not pdf.exists() or shutil.which("pdftohtml") is None:
+        pytest.skip(f"no {pdf} or no poppler-utils")
+    (tmp_path / "cut.html").write_text(
+        '<html><body><article><h1>Contents</h1><div class="topolip-table"><table><tr>'
+        '<td>Kendall</td><td>zzcut 98765.4321</td></tr></table></div></article></body></html>')
+    problems = pdf_problems(pdf, tmp_path, [Path("cut.md")])
+    assert problems == ["cut: table cell 'zzcut 98765.4321' not in the PDF "
+                        "(missing ['zzcut', '98765.4321'])"], problems

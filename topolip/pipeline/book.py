@@ -545,7 +545,8 @@ img { max-width: 100%; height: auto; }
                                     white-space: normal !important; padding: 0 4px !important; }
 .topolip-table.topolip-stacked td::before { content: attr(data-label) ": "; font-weight: 600; }
 """
-#: A table too wide for its column is set smaller and tighter; if still too wide, shown stacked: each row a block of "column: value" lines
+#: A table too wide for its column is set smaller and tighter; if still too wide, shown
+#: stacked: each row a block of "column: value" lines
 #: (every cell labelled by ``topolip.report.format.show_table``'s ``data-label``), so no column
 #: is ever hidden off-screen, at any width; measured again when the window is resized. The PDF's
 #: print page (:mod:`topolip.pipeline.pdf`) runs it too, at the printed column's width.
@@ -604,7 +605,8 @@ def tidy_page(text: str) -> str:
 
     A ``<script>`` line of the head repeated verbatim is dropped (sphinx-thebe's set-up script is
     included twice under sphinx-book-theme; the copy throws ``Identifier 'THEBE_JS_URL' has
-    already been declared``), only the first viewport meta of the head is kept, the bibliography's ``role="list"``, whose entries are not
+    already been declared``), only the first viewport meta of the head is kept, the
+    bibliography's ``role="list"``, whose entries are not
     list items, is removed (axe: aria-required-children), and the tables' boxes, which scroll
     sideways, are made focusable (axe: scrollable-region-focusable).
 

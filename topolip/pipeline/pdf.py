@@ -93,7 +93,7 @@ function ready() {
     return new Promise(r => setTimeout(r, 50));
   }).then(() => done({
       ok: true, mathjax: !!window.MathJax, figures: document.querySelectorAll("figure").length,
-      stacked: document.querySelectorAll(".topolip-stacked").length})),
+      stacked: document.querySelectorAll(".topolip-stacked").length}),
     e => done({ok: false, error: String(e)}));
 }
 if (document.readyState === "complete") ready(); else window.addEventListener("load", ready);
