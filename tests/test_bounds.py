@@ -466,3 +466,13 @@ def test_plain_stacks(images):
         t = layer_bounds(model, images, x_t, n_iter=10, estimate_samples=4)
         assert list(t["layer"]) == ["input", *model.probe_points]
         assert (t["estimate"].iloc[1:] <= t["bound"].iloc[1:] * (1 + RTOL)).all()
+
+
+def test_a_margin_that_is_not_a_number_is_named():
+    from topolip.bounds._checks import check_margin
+
+    with pytest.raises(ValueError, match=r"margin must be a finite number >= 0, got 'a'"):
+        check_margin("a")
+    with pytest.raises(ValueError, match=r"margin must be a finite number >= 0, got -1.0"):
+        check_margin(-1)
+    assert check_margin("0.5") == 0.5

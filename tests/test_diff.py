@@ -105,3 +105,12 @@ def test_bad_input(tmp_path):
     with pytest.raises(ValueError, match="rtol"):
         diff_results(tmp_path, tmp_path, rtol=-1)
     assert main(["diff", str(tmp_path / "missing"), str(tmp_path)]) == 2
+
+
+def test_folders_without_glue_say_not_compared(tmp_path):
+    a = _folder(tmp_path, "a", VERDICTS_A, {"acc-vit": "0.916"})
+    b = _folder(tmp_path, "b", VERDICTS_A)  # no glue.json
+    lines = format_diff(diff_results(a, b))
+    assert f"glued numbers: not compared (no glue.json in {b})" in lines
+    same = format_diff(diff_results(a, _folder(tmp_path, "c", VERDICTS_A, {"acc-vit": "0.916"})))
+    assert "glued numbers: none moved" in same

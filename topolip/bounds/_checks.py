@@ -43,8 +43,17 @@ def as_batch(inputs, name: str = "inputs", *, min_ndim: int = 2) -> torch.Tensor
 
 
 def check_margin(margin: float) -> float:
-    """Validate the perturbation margin (a finite number >= 0)."""
-    margin = float(margin)
+    """Validate the perturbation margin (a finite number >= 0).
+
+    Raises
+    ------
+    ValueError
+        Naming ``margin``, when it is not a number (``"a"``), not finite, or negative.
+    """
+    try:
+        margin = float(margin)
+    except (TypeError, ValueError):
+        raise ValueError(f"margin must be a finite number >= 0, got {margin!r}") from None
     if not np.isfinite(margin) or margin < 0:
         raise ValueError(f"margin must be a finite number >= 0, got {margin}")
     return margin

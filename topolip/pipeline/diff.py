@@ -69,6 +69,8 @@ class ResultsDiff:
     glue: list[tuple[str, str, str]] = field(default_factory=list)
     tables: list[tuple[str, str]] = field(default_factory=list)
     n_tables_equal: int = 0
+    #: The folders without a ``glue.json`` (the glued numbers are then not compared).
+    no_glue: tuple[str, ...] = ()
 
     @property
     def verdict_changed(self) -> bool:
@@ -264,7 +266,9 @@ def diff_results(a: str | Path, b: str | Path, *, rtol: float = 1e-3,
             tables.append((name, note))
         else:
             equal += 1
-    return ResultsDiff(str(a), str(b), rtol, verdicts, n_verdicts, glue, tables, equal)
+    no_glue = tuple(str(x) for x in (a, b) if not (Path(x) / "glue.json").exists())
+    return ResultsDiff(str(a), str(b), rtol, verdicts, n_verdicts, glue, tables, equal,
+                       no_glue)
 
 
 def _fmt(v) -> str:
@@ -313,11 +317,14 @@ def format_diff(diff: ResultsDiff) -> list[str]:
             lines += [f"    {_describe(v)}" for v in moved]
     else:
         lines.append("verdicts: verdicts.csv is missing from one folder or both")
-    if diff.glue:
+    if diff.no_glue:
+        lines.append("glued numbers: not compared (no glue.json in "
+                     + " nor in ".join(diff.no_glue) + ")")
+    elif diff.glue:
         lines.append(f"glued numbers: {len(diff.glue)} moved")
         lines += [f"  {k}: {x} -> {y}" for k, x, y in diff.glue]
     else:
-        lines.append("glued numbers: none moved (or no glue.json in both folders)")
+        lines.append("glued numbers: none moved")
     lines.append(f"tables: {len(diff.tables)} differ, {diff.n_tables_equal} equal")
     lines += [f"  {name}: {note}" for name, note in diff.tables]
     return lines
