@@ -68,7 +68,8 @@ def test_stage_book_publishes_figures_tables_and_glue(tmp_path):
         assert "quick/tables/models.csv" in tar.getnames()
     page = (dest / "book/figures.md").read_text()
     assert FIGURES_MARKER not in page
-    for text in ("## `fig-a`", ":alt: A line rising", "Accuracy 0.916 of the ViT.",
+    for text in ("## Fig. 1.1: Accuracy 0.916 of the ViT", ":alt: A line rising",
+                 "Accuracy 0.916 of the ViT.",
                  "Shown as {numref}`fig-a`", "commit `1a2b3c4`",
                  "regenerate: `topolip figure fig-a --profile quick`",
                  '<a href="../published/quick/tables/models.csv">models.csv</a>',

@@ -37,7 +37,8 @@ from urllib.parse import urlsplit
 import nbformat
 import yaml
 
-__all__ = ["SOURCES", "build_book", "figure_bibtex", "figure_links", "glue_values",
+__all__ = ["SOURCES", "build_book", "figure_bibtex", "figure_links", "figure_numbers",
+           "glue_values",
            "install_cell",
            "publish_results", "site_url", "stage", "stage_book", "toc_documents"]
 
@@ -373,12 +374,37 @@ def figure_bibtex(sidecar: dict, url: str, year: str, author: str) -> str:
         "}"])
 
 
+def figure_numbers(blocks: dict[str, dict], chapters: list[str]) -> dict[str, tuple[int, int]]:
+    """The number Sphinx gives each figure (``numfig`` with ``numfig_secnum_depth: 1``):
+    (its chapter's place among ``chapters``, the toc's documents after the root, counted from
+    1; its place among that chapter's ``{glue:figure}`` blocks, in page order).
+
+    >>> figure_numbers({"fig-a": {"doc": "b/x"}, "fig-b": {"doc": "b/y"},
+    ...                 "fig-c": {"doc": "b/y"}}, ["b/m", "b/x", "b/y"])
+    {'fig-a': (2, 1), 'fig-b': (3, 1), 'fig-c': (3, 2)}
+    """
+    out, seen = {}, {}
+    for fig, block in blocks.items():
+        doc = block.get("doc")
+        if doc in chapters:
+            seen[doc] = seen.get(doc, 0) + 1
+            out[fig] = (chapters.index(doc) + 1, seen[doc])
+    return out
+
+
 def _figures_page(sidecars: list[dict], blocks: dict[str, dict], profile: str, site: str,
-                  author: str, year: str) -> str:
+                  author: str, year: str, chapters: list[str]) -> str:
     out = []
+    numbers = figure_numbers(blocks, chapters)
+    sidecars = sorted(sidecars, key=lambda s: (numbers.get(s["figure"], (10**6, 0)),
+                                               s["figure"]))
     for side in sidecars:
         fig = side["figure"]
         block = blocks.get(fig, {})
+        number = numbers.get(fig)
+        first = re.split(r"(?<=\.)\s", block.get("caption", "").strip(), maxsplit=1)[0]
+        title = (f"Fig. {number[0]}.{number[1]}: {first.rstrip('.')}" if number and first
+                 else f"Figure {fig}")
         commit = str(side.get("git_commit") or "unknown")[:7] + (" (uncommitted changes)"
                                                         if side.get("git_dirty") else "")
         alt = (block.get("alt") or f"Thumbnail of figure {fig}").replace("\n", " ")
@@ -389,7 +415,7 @@ def _figures_page(sidecars: list[dict], blocks: dict[str, dict], profile: str, s
             for t in side.get("tables", []))
         where = (f"Shown as {{numref}}`{fig}`." if fig in blocks else
                  f"Drawn by `{side.get('notebook', '')}`.")
-        out += [f"({fig}-entry)=", f"## `{fig}`", "",
+        out += [f"({fig}-entry)=", f"## {title}", "", f"Figure id `{fig}`.", "",
                 f"```{{image}} figures/{fig}.png", f":alt: {alt}", ":width: 360px", "```", "",
                 block.get("caption", ""), "",
                 f"{where} Profile **{side.get('profile', profile)}**, commit `{commit}`; "
@@ -442,6 +468,14 @@ def publish_results(root: str | Path, dest: str | Path, docs: list[Path] | None 
                                               ensure_ascii=False) + "\n")
     with tarfile.open(out.parent / f"{profile}.tar.gz", "w:gz") as tar:
         tar.add(out, arcname=profile)
+    reproduce = dest / "book" / "reproduce.md"
+    if reproduce.exists():  # the companion's BibTeX entry: this build's commit and profile
+        commit = next((str(s["git_commit"])[:12] for s in sidecars if s.get("git_commit")),
+                      "unknown")
+        reproduce.write_text(reproduce.read_text()
+                             .replace("REPOSITORY-URL", repository_url(root))
+                             .replace("COMPANION-COMMIT", commit)
+                             .replace("COMPANION-PROFILE", profile))
     if page.exists() and FIGURES_MARKER in page.read_text():
         (page.parent / "figures").mkdir(exist_ok=True)
         for side in sidecars:
@@ -455,7 +489,8 @@ def publish_results(root: str | Path, dest: str | Path, docs: list[Path] | None 
                               if (results / "figures" / f"{s['figure']}.png").exists()],
                              _figure_blocks(notebooks), profile,
                              site_url(repository_url(root)),
-                             str(config.get("author", "")), year)
+                             str(config.get("author", "")), year,
+                             [d.with_suffix("").as_posix() for d in docs[1:]])
         page.write_text(page.read_text().replace(FIGURES_MARKER, text))
 
 
