@@ -102,3 +102,19 @@ def test_tidy_page_fixes_the_theme():
 def test_pdf_command_without_a_built_book(tmp_path, capsys):
     assert main(["pdf", "--root", str(tmp_path)]) == 2
     assert "topolip: error:" in capsys.readouterr().err
+
+
+def test_the_publication_date_is_the_commits(tmp_path):
+    import subprocess
+
+    from topolip.pipeline.book import _commit_date
+
+    env = {"GIT_AUTHOR_DATE": "2025-03-04T05:06:07Z", "GIT_COMMITTER_DATE": "2025-03-04T05:06:07Z",
+           "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
+           "GIT_COMMITTER_EMAIL": "a@b", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, env=env)
+    subprocess.run(["git", "-C", str(tmp_path), "commit", "-q", "--allow-empty", "-m", "x"],
+                   check=True, env=env)
+    (tmp_path / "sub").mkdir()
+    assert _commit_date(str(tmp_path / "sub")) == "2025/03/04"
+    assert _commit_date(str(tmp_path.parent / "no-such-folder")) is None

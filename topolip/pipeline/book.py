@@ -21,6 +21,7 @@ download button and its launch buttons (``_config.yml``) give a runnable ``.ipyn
 
 from __future__ import annotations
 
+import functools
 import html as _html
 import json
 import os
@@ -527,6 +528,19 @@ sidecar</a>) · <a href="../published/quick/figures/fig-a.json">provenance</a></
     return _FIGURE_END.sub(add, text)
 
 
+@functools.cache
+def _commit_date(folder: str) -> str | None:
+    """The date (``YYYY/MM/DD``) of the commit checked out at ``folder``, or None outside git:
+    the book's publication date does not change with every build of one commit."""
+    try:
+        out = subprocess.run(["git", "-C", folder, "log", "-1", "--format=%cd",
+                              "--date=format:%Y/%m/%d"], capture_output=True, text=True,
+                             timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
 def _citation_meta(app, pagename, templatename, context, doctree):  # noqa: ARG001
     """Sphinx ``html-page-context``: Highwire ``citation_*`` tags (Google Scholar, Zotero)."""
     config = app.config
@@ -539,11 +553,11 @@ def _citation_meta(app, pagename, templatename, context, doctree):  # noqa: ARG0
 
     tags = {"citation_title": title if pagename == config.root_doc else f"{title}. In: {book}",
             "citation_author": config.author,
-            "citation_publication_date": time.strftime("%Y/%m/%d", time.gmtime(stamp)),
+            "citation_publication_date": _commit_date(str(app.srcdir)) or
+            time.strftime("%Y/%m/%d", time.gmtime(stamp)),
             "citation_publisher": config.author,
             "citation_pdf_url": site + pdf_name(Path(app.srcdir)),
-            "citation_public_url": site + pagename + ".html",
-            "citation_technical_report_institution": "arXiv:2410.17628 (companion)"}
+            "citation_public_url": site + pagename + ".html"}
     meta = "".join(f'<meta name="{k}" content="{_html.escape(str(v), quote=True)}">\n'
                    for k, v in tags.items())
     context["metatags"] = context.get("metatags", "") + meta
