@@ -404,7 +404,13 @@ def _figures_page(sidecars: list[dict], blocks: dict[str, dict], profile: str, s
         block = blocks.get(fig, {})
         number = numbers.get(fig)
         first = re.split(r"(?<=\.)\s", block.get("caption", "").strip(), maxsplit=1)[0]
-        title = (f"Fig. {number[0]}.{number[1]}: {first.rstrip('.')}" if number and first
+        first = re.split(r":\s|;\s|,\s(?=\()", first.rstrip("."), maxsplit=1)[0]
+        if len(first) > 90:  # a heading, not the caption: the caption follows in full
+            first = first[:90].rsplit(" ", 1)[0]
+            if first.count("$") % 2:  # never cut inside a formula
+                first = first[:first.rindex("$")].rstrip()
+            first += " …"
+        title = (f"Fig. {number[0]}.{number[1]}: {first}" if number and first
                  else f"Figure {fig}")
         commit = str(side.get("git_commit") or "unknown")[:7] + (" (uncommitted changes)"
                                                         if side.get("git_dirty") else "")
