@@ -37,12 +37,15 @@ q = float("inf")
 n_perm = None
 persistence_backend = "ripser"  # or "gudhi" (GUDHI's Ripser port)
 batch_size = 128
-lr = 0.002
-weight_decay = 0.0001
+lr = 0.003
+weight_decay = 0.05
+val_size = 500
+warmup = 0.1
+augment = {"rotate": 10.0, "translate": 0.1, "scale": 0.1}
 threads = None          # torch CPU threads (None: torch's default)
 scheduler = "local"     # sweep models on: local (Dask LocalCluster), serial, or tcp://host:8786
 n_workers = None        # processes of the local cluster, 1 thread each (None: the cores)
-sweep_epochs = 6
+sweep_epochs = 12
 sweep_seeds = [0]
 sweep_perturbations = {"fgsm": 0.05, "gaussian_noise": 3}
 sweeps = {
@@ -83,15 +86,16 @@ tables = Path(results_dir) / "tables"
 data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, root=data_root)
 spec = TopoLipSpec.from_params(params)
 config = TrainConfig(epochs=sweep_epochs, batch_size=batch_size, lr=lr,
-                     weight_decay=weight_decay)
+                     weight_decay=weight_decay, val_size=val_size, warmup=warmup,
+                     **augment)
 _ = configure_threads(threads)
 parts = []
 with TaskRunner(scheduler, n_workers=n_workers) as runner:
     for seed in sweep_seeds:
         images = model_images(data.x_test, data.y_test, seed, n_points=n_points,
-                              n_robust=n_robust)
+                              n_robust=n_robust, floor=True)
         parts.append(run_sweeps(sweeps, data, config, results_dir=results_dir, x=images.x,
-                                y=images.y,
+                                y=images.y, x_floor=images.x_floor,
                                 perturbations=sweep_perturbations, spec=spec,
                                 n_points=n_points, seeds=[seed],
                                 pgd_steps=pgd_steps, runner=runner))

@@ -25,7 +25,7 @@ from topolip.report.format import kind_label
 ROOT = Path(__file__).resolve().parents[1]
 
 TINY = [
-    "results_dir=results/tiny", "n_train=300", "n_test=60", "seeds=[0]", "epochs=1",
+    "results_dir=results/tiny", "n_train=300", "n_test=60", "seeds=[0]", "epochs=1", "val_size=40",
     "vit.num_layers=2", "vit.hidden_dim=16", "vit.mlp_dim=32", "vit.num_heads=2",
     "resnet.width=4", "attention_stack.num_layers=2", "attention_stack.hidden_dim=16",
     "attention_stack.num_heads=2", "conv_stack.num_layers=2", "conv_stack.channels=8",

@@ -160,7 +160,8 @@ def test_an_empty_table_of_no_columns_round_trips(tmp_path):
 
 def test_frame_orders_the_declared_columns_and_checks_rows():
     row = {"checkpoint": "m.pt", "arch": "vit", "seed": 0, "test_accuracy": 0.9,
-           "parameters": 10, "flops": 20, "epochs": 1, "train_seconds": 1.5, "threads": 1}
+           "train_accuracy": 0.95, "val_accuracy": 0.92, "best_epoch": 1, "parameters": 10,
+           "flops": 20, "epochs": 1, "train_seconds": 1.5, "threads": 1}
     t = schema.frame("models", [row])
     assert list(t.columns) == list(SCHEMAS["models"].names)
     with pytest.raises(ValueError, match=r"row 0 of table 'models': lacks \['checkpoint'\]"):

@@ -1,13 +1,26 @@
 """Training: seeded, resumable after an interruption (bit for bit), checkpoints atomic."""
 
+import math
+
 import pytest
 import torch
 
 from topolip.nets.data import load_mnist
-from topolip.nets.train import ModelSpec, TrainConfig, accuracy, checkpoint_path, fit, load_trained
+from topolip.nets.train import (
+    ModelSpec,
+    TrainConfig,
+    accuracy,
+    checkpoint_path,
+    fit,
+    load_trained,
+    validation_split,
+)
 
 SPEC = ModelSpec("resnet", {"width": 4})
 CONFIG = TrainConfig(epochs=3, batch_size=32, lr=3e-3, seed=1)
+# the quick profile's recipe, small: validation split, warm-up, affine augmentation
+RECIPE = TrainConfig(epochs=3, batch_size=32, lr=3e-3, seed=1, val_size=40, warmup=0.3,
+                     rotate=10, translate=0.1, scale=0.1)
 
 
 class Interrupt(Exception):
@@ -19,7 +32,8 @@ def data():
     return load_mnist(n_train=160, n_test=60, seed=0)
 
 
-def test_resume_after_interruption_equals_uninterrupted(tmp_path, data):
+@pytest.mark.parametrize("CONFIG", [CONFIG, RECIPE], ids=["plain", "recipe"])
+def test_resume_after_interruption_equals_uninterrupted(tmp_path, data, CONFIG):
     reference = fit(SPEC, data, CONFIG, device="cpu", progress=False)
 
     ckpt = checkpoint_path(tmp_path, SPEC, CONFIG, data)
@@ -43,6 +57,8 @@ def test_resume_after_interruption_equals_uninterrupted(tmp_path, data):
     assert [h["loss"] for h in resumed.history] == [h["loss"] for h in reference.history]
     loaded = load_trained(ckpt, device="cpu")
     assert loaded.test_accuracy == reference.test_accuracy and not loaded.model.training
+    assert (loaded.train_accuracy, loaded.val_accuracy, loaded.best_epoch) == (
+        reference.train_accuracy, reference.val_accuracy, reference.best_epoch)
     # a finished checkpoint is reused without training
     again = fit(SPEC, data, CONFIG, checkpoint=ckpt, device="cpu", progress=False)
     assert again.resumed_from_epoch == CONFIG.epochs
@@ -154,3 +170,63 @@ def test_history_records_the_threads_each_epoch_ran_with(tmp_path, data):
         torch.set_num_threads(default)
     assert [h["threads"] for h in result.history] == [1] + [2] * (CONFIG.epochs - 1)
     assert [h["threads"] for h in load_trained(ckpt).history] == [1] + [2] * (CONFIG.epochs - 1)
+
+
+def test_validation_split_is_fixed_disjoint_and_complete():
+    fit_idx, val = validation_split(100, 20)
+    assert len(val) == 20 and len(fit_idx) == 80
+    assert set(fit_idx.tolist()).isdisjoint(val.tolist())
+    assert sorted(fit_idx.tolist() + val.tolist()) == list(range(100))
+    again_fit, again_val = validation_split(100, 20)
+    assert torch.equal(val, again_val) and torch.equal(fit_idx, again_fit)
+    assert len(validation_split(100, 0)[1]) == 0
+    for bad in (-1, 100, 2.5, True):
+        with pytest.raises(ValueError, match="val_size"):
+            validation_split(100, bad)
+
+
+def test_the_kept_epoch_is_the_best_on_validation(data):
+    result = fit(SPEC, data, RECIPE, device="cpu", progress=False)
+    val = [h["val_accuracy"] for h in result.history]
+    best = max(val)
+    # the highest validation accuracy, the later epoch on a tie
+    assert result.best_epoch == max(i + 1 for i, v in enumerate(val) if v == best)
+    assert result.val_accuracy == best
+    fit_idx, val_idx = validation_split(len(data.y_train), RECIPE.val_size)
+    assert accuracy(result.model, data.x_train[val_idx], data.y_train[val_idx]) == best
+    assert accuracy(result.model, data.x_train[fit_idx], data.y_train[fit_idx]) == \
+        result.train_accuracy
+    assert accuracy(result.model, data.x_test, data.y_test) == result.test_accuracy
+    plain = fit(SPEC, data, CONFIG, device="cpu", progress=False)
+    assert plain.val_accuracy is None and plain.best_epoch == CONFIG.epochs
+    assert all(h["val_accuracy"] is None for h in plain.history)
+
+
+def test_warm_up_then_cosine_decay(data):
+    config = TrainConfig(epochs=4, batch_size=32, lr=1e-2, warmup=0.25, seed=0)
+    lrs = [h["lr"] for h in fit(SPEC, data, config, device="cpu", progress=False).history]
+    # 160 images, batches of 32: 5 steps an epoch, 20 in all, 5 of warm-up
+    # after the 5 warm-up steps the peak, then the cosine over the other 15
+    assert lrs[0] == pytest.approx(1e-2)
+    assert lrs[1] == pytest.approx(1e-2 * 0.5 * (1 + math.cos(math.pi * 5 / 15)))
+    assert lrs == sorted(lrs, reverse=True) and lrs[-1] == pytest.approx(0.0, abs=1e-12)
+    no_warmup = TrainConfig(epochs=4, batch_size=32, lr=1e-2, seed=0)
+    first = fit(SPEC, data, no_warmup, device="cpu", progress=False).history[0]["lr"]
+    assert first == pytest.approx(1e-2 * 0.5 * (1 + math.cos(math.pi * 5 / 20)))
+
+
+def test_augmentation_is_seeded_and_changes_the_training(data):
+    a = fit(SPEC, data, RECIPE, device="cpu", progress=False)
+    b = fit(SPEC, data, RECIPE, device="cpu", progress=False)
+    assert [h["loss"] for h in a.history] == [h["loss"] for h in b.history]
+    still = TrainConfig(**{**RECIPE.__dict__, "rotate": 0.0, "translate": 0.0, "scale": 0.0})
+    c = fit(SPEC, data, still, device="cpu", progress=False)
+    assert [h["loss"] for h in a.history] != [h["loss"] for h in c.history]
+
+
+@pytest.mark.parametrize("field, value", [("val_size", -1), ("warmup", 0.6), ("warmup", -0.1),
+                                          ("rotate", 200), ("translate", 0.7), ("scale", -0.1),
+                                          ("rotate", float("nan"))])
+def test_recipe_fields_are_checked(field, value):
+    with pytest.raises(ValueError, match=f"TrainConfig: {field}"):
+        TrainConfig(**{field: value})

@@ -253,10 +253,11 @@ SCHEMAS: dict[str, TableSchema] = {t.name: t for t in (
            "estimate:float"),
     _table("theory_conv", "00_theory", "sweep:str value:int certified:float method:str "
            "circular:float cheap:float estimate:float"),
-    _table("models", "01_train", "arch:str seed:int test_accuracy:float parameters:int "
-           "flops:int epochs:int train_seconds:float threads:int checkpoint:str"),
+    _table("models", "01_train", "arch:str seed:int train_accuracy:float val_accuracy:float "
+           "test_accuracy:float best_epoch:int parameters:int flops:int epochs:int "
+           "train_seconds:float threads:int checkpoint:str"),
     _table("training", "01_train", "arch:str seed:int epoch:int loss:float "
-           "train_accuracy:float seconds:float threads:int"),
+           "train_accuracy:float val_accuracy:float lr:float seconds:float threads:int"),
     _table("topolip", "02_topolip", "arch:str seed:int perturbation:str strength:float "
            + _LAYERS + " noise_floor:float noise_floor_scale_free:float "
            "within_noise_floor:bool flag:text"),
@@ -286,7 +287,8 @@ SCHEMAS: dict[str, TableSchema] = {t.name: t for t in (
            "value:float"),
     _table("sweeps", "07_sweeps", "arch:str parameter:str value:str value_numeric:float "
            "is_base:bool seed:int perturbation:str strength:float " + _PER_MODEL
-           + " test_accuracy:float checkpoint:str", optional=_BASELINES),
+           + " test_accuracy:float val_accuracy:float best_epoch:int checkpoint:str",
+           optional=_BASELINES),
     _table("verdicts", "08_verdict", "claim:str comparison:str verdict:str group:str "
            "measure:str role:str family:str scale:str attention:float convolution:float "
            "effect:float low:float high:float coverage:float ratio:float ratio_low:float "

@@ -141,6 +141,7 @@ def run_sweeps(
     x: torch.Tensor,
     y: torch.Tensor,
     perturbations: Mapping[str, float],
+    x_floor: torch.Tensor | None = None,
     spec: TopoLipSpec = TopoLipSpec(),
     n_points: int | None = None,
     seeds: Sequence[int] = (0,),
@@ -179,6 +180,11 @@ def run_sweeps(
     perturbations : mapping of str to float
         ``{kind: strength}`` (ε in pixel units for attacks, severity 0..5 for corruptions), as
         in :func:`topolip.experiments.measure.measure_model`.
+    x_floor : torch.Tensor of shape (n_points, C, H, W), optional
+        The noise floor's clean batch, disjoint from ``x[:n_points]``
+        (:func:`topolip.experiments.measure.model_images` with ``floor=True``): every row then
+        carries the floor columns and its ``within_noise_floor`` flag, as the main models'
+        rows; without it they are NaN / empty.
     spec : TopoLipSpec
         Degrees, Wasserstein order ``p``, ground metric ``q``, backend and greedy subsample
         ``n_perm`` of the diagrams.
@@ -202,7 +208,9 @@ def run_sweeps(
         One row per architecture, sweep point, seed and perturbation kind: ``arch``,
         ``parameter``, ``value`` (JSON text), ``value_numeric``
         (:attr:`SweepPoint.value_numeric`), ``is_base``, ``seed``, ``test_accuracy`` (on
-        ``data.x_test``), the columns of :func:`topolip.experiments.measure.measure_model`'s summary
+        ``data.x_test``), ``val_accuracy`` (on the validation split, NaN without one),
+        ``best_epoch`` (the epoch kept), the columns of
+        :func:`topolip.experiments.measure.measure_model`'s summary
         (``perturbation``, ``strength``, ``n_layers`` = ``L``, model TopoLip raw and
         scale-free, ``accuracy_clean``, ``accuracy_perturbed`` and ``accuracy_drop`` on ``x``,
         the baselines, ``parameters``), ``resumed_from_epoch`` (``config.epochs`` when nothing
@@ -262,6 +270,8 @@ def run_sweeps(
                         device=device, measure=_measure_point,
                         desc=f"sweep {', '.join(sweeps)}",
                         measure_kwargs={"x": runner.share(x), "y": runner.share(y),
+                                        "x_floor": None if x_floor is None
+                                        else runner.share(x_floor),
                                         "perturbations": dict(perturbations), "dspec": spec,
                                         "n_points": n_points, "pgd_steps": pgd_steps})
     done = dict(zip(jobs, outs, strict=True))
@@ -276,7 +286,9 @@ def run_sweeps(
                 # a repeat of a model (the base point of another sweep) trained nothing more
                 resumed = config.epochs if ckpt in seen else out["resumed_from_epoch"]
                 seen.add(ckpt)
-                measured = out["measured"].assign(test_accuracy=out["test_accuracy"])
+                measured = out["measured"].assign(
+                    test_accuracy=out["test_accuracy"], val_accuracy=out["val_accuracy"],
+                    best_epoch=out["best_epoch"])
                 for rec in measured.to_dict("records"):
                     rows.append({"arch": arch, "parameter": point.parameter,
                                  "value": point.value_label, "value_numeric": point.value_numeric,
@@ -286,10 +298,10 @@ def run_sweeps(
     return pd.DataFrame(rows)
 
 
-def _measure_point(model, spec: ModelSpec, config: TrainConfig, *, x, y, perturbations, dspec,
-                   n_points, pgd_steps) -> pd.DataFrame:
+def _measure_point(model, spec: ModelSpec, config: TrainConfig, *, x, y, x_floor, perturbations,
+                   dspec, n_points, pgd_steps) -> pd.DataFrame:
     """The summary of :func:`measure_model` of one trained sweep model (a task's second half)."""
-    m = measure_model(model, x, y, perturbations, dspec, n_points=n_points,
+    m = measure_model(model, x, y, perturbations, dspec, n_points=n_points, x_floor=x_floor,
                       seed=config.seed, pgd_steps=pgd_steps,
                       num_classes=spec.params.get("num_classes"))
     return m.summary

@@ -47,6 +47,7 @@ from topolip.nets.train import (
     remove_stale_temporaries,
     spec_for,
     training_environment,
+    validation_split,
 )
 
 __all__ = [
@@ -88,5 +89,6 @@ __all__ = [
     "spec_for",
     "stratified_split",
     "training_environment",
+    "validation_split",
     "vit",
 ]

@@ -494,6 +494,8 @@ _RESNET = _Group({"width": _POS, "blocks": _List(_POS, length=4, distinct=False)
 _ATT_STACK = _Group({"patch_size": _POS, "num_layers": _POS, "num_heads": _POS,
                      "hidden_dim": _POS})
 _CONV_STACK = _Group({"num_layers": _POS, "channels": _POS, "kernel_size": _POS})
+_AUGMENT = _Group({"rotate": _Float(0.0, 180.0), "translate": _Float(0.0, 0.5),
+                   "scale": _Float(0.0, 0.5)})
 _MODEL_GROUPS = {"vit": _VIT, "resnet": _RESNET, "attention_stack": _ATT_STACK,
                  "conv_stack": _CONV_STACK}
 
@@ -578,6 +580,13 @@ SCHEMA: dict[str, Param] = {p.name: p for p in (
     _P("batch_size", _Int(1), "training batch size"),
     _P("lr", _Float(0.0, lo_open=True), "AdamW learning rate"),
     _P("weight_decay", _Float(0.0), "AdamW weight decay"),
+    _P("val_size", _Int(0), "training images held out for validation; the checkpoint with the "
+       "best validation accuracy is kept (0: the last epoch; < n_train)"),
+    _P("warmup", _Float(0.0, 0.5), "fraction of the training steps in linear learning-rate "
+       "warm-up before the cosine decay"),
+    _P("augment", _AUGMENT, "random affine augmentation of the training images "
+       "(torchvision transforms.v2.RandomAffine): rotate (degrees), translate (fraction of the "
+       "side), scale (zoom fraction); all 0: none"),
     _P("threads", _Optional(_Int(1)), "torch CPU threads of training with scheduler: serial "
        "(null: torch's default; 1 on a shared machine)"),
     # where the trainings and per-model measurements run (topolip.tasks)
@@ -670,6 +679,8 @@ def _rule_sizes(p):
                "noise floor compares the clean batch with a disjoint one of the same size")
     if "n_robust" in p and "n_test" in p and p["n_robust"] > p["n_test"]:
         yield ("n_robust", "n_test"), f"n_robust must be <= n_test ({p['n_test']})"
+    if "val_size" in p and "n_train" in p and p["val_size"] >= p["n_train"]:
+        yield ("val_size", "n_train"), f"val_size must be below n_train ({p['n_train']})"
     if "n_ladder" in p and "n_test" in p and p["n_ladder"] > p["n_test"]:
         yield ("n_ladder", "n_test"), f"n_ladder must be <= n_test ({p['n_test']})"
     if "pgd_steps" in p and "ladder_pgd_steps" in p \

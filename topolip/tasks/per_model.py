@@ -27,6 +27,8 @@ def _train(spec, data, config, results_dir, device, measure):
     ckpt = checkpoint_path(results_dir, spec, config, data)
     result = fit(spec, data, config, checkpoint=ckpt, device=device, progress=False)
     out = {"checkpoint": str(ckpt), "test_accuracy": result.test_accuracy,
+           "train_accuracy": result.train_accuracy, "val_accuracy": result.val_accuracy,
+           "best_epoch": result.best_epoch,
            "parameters": sum(p.numel() for p in result.model.parameters()),
            "history": result.history, "resumed_from_epoch": result.resumed_from_epoch,
            "environment": result.environment, "retrained": result.retrained}
@@ -71,7 +73,9 @@ def train_models(jobs: Sequence[tuple[Any, Any]], data: Any, *, results_dir: str
     Returns
     -------
     list of dict
-        Per job: ``checkpoint`` (str), ``test_accuracy`` (on ``data.x_test``), ``parameters``
+        Per job: ``checkpoint`` (str), ``test_accuracy`` (on ``data.x_test``),
+        ``train_accuracy`` and ``val_accuracy`` (clean, of the chosen epoch; validation None
+        without a split), ``best_epoch`` (the epoch chosen), ``parameters``
         (number of weights), ``history`` (per-epoch dicts of :func:`topolip.nets.train.fit`),
         ``resumed_from_epoch`` (``config.epochs`` when nothing was trained), ``environment``
         (:func:`topolip.nets.train.training_environment` of the training), ``retrained`` (why an
