@@ -139,6 +139,12 @@ _DATA_LABELS = {"mnist": "MNIST", "cifar10": "CIFAR-10", "cifar-10": "CIFAR-10",
 _DEVICE_LABELS = {"cpu": "the CPU", "cuda": "a GPU", "mps": "an Apple GPU"}
 
 
+#: The accuracy the quick profile's recipe aims at (issue 25): every architecture's mean clean
+#: test accuracy at least ACCURACY_GOAL, the ViT within ACCURACY_GAP_GOAL of the ResNet.
+ACCURACY_GOAL = 0.95
+ACCURACY_GAP_GOAL = 0.02
+
+
 def train_findings(tables: Tables, params: Mapping[str, Any], *, capacity: pd.DataFrame,
                    match_tolerance: float, data_name: str, device: str) -> dict[str, str]:
     """What ``01_train`` glues, from ``models`` and the capacity table.
@@ -165,7 +171,9 @@ def train_findings(tables: Tables, params: Mapping[str, Any], *, capacity: pd.Da
         ``n-models``, ``n-archs``, ``n-seeds``, ``train-epochs``, ``train-data``;
         ``acc-vit``, ``acc-resnet``, ``acc-attention-stack``, ``acc-conv-stack`` (mean clean
         test accuracy over seeds, ``—`` for an architecture not trained); ``acc-best-arch``,
-        ``acc-best``, ``acc-worst-arch``, ``acc-worst``, ``acc-spread``; ``match-tolerance``,
+        ``acc-best``, ``acc-worst-arch``, ``acc-worst``, ``acc-spread``; ``acc-goal`` (which
+        architectures fall short of :data:`ACCURACY_GOAL`, by how much), ``acc-gap-vit-resnet``
+        (ResNet minus ViT, against :data:`ACCURACY_GAP_GOAL`); ``match-tolerance``,
         ``match-verdict``; per compared pair ``params-ratio-A-C``, ``flops-ratio-A-C``,
         ``params-A-C``; ``train-seconds`` (total training time).
     """
@@ -190,6 +198,19 @@ def train_findings(tables: Tables, params: Mapping[str, Any], *, capacity: pd.Da
     f["acc-worst-arch"] = glue_text(ARCH_LABELS.get(worst, worst), "{}")
     f["acc-worst"] = glue_text(acc["mean"].min(), "{:.3f}")
     f["acc-spread"] = glue_text(acc["mean"].max() - acc["mean"].min(), "{:.3f}")
+    short = [(a, m) for a, m in acc["mean"].items() if m < ACCURACY_GOAL]
+    f["acc-goal"] = glue_text(
+        f"every architecture reaches the goal of {ACCURACY_GOAL:.2f}" if not short else
+        f"below the goal of {ACCURACY_GOAL:.2f}: " + "; ".join(
+            f"the {ARCH_LABELS.get(a, a)} ({m:.3f}, short by {ACCURACY_GOAL - m:.3f})"
+            for a, m in short), "{}")
+    if {"vit", "resnet"} <= set(acc.index):
+        gap = acc["mean"]["resnet"] - acc["mean"]["vit"]
+        f["acc-gap-vit-resnet"] = glue_text(
+            f"{gap:+.3f}, " + ("within" if abs(gap) <= ACCURACY_GAP_GOAL else "outside")
+            + f" the goal of {ACCURACY_GAP_GOAL:.2f}", "{}")
+    else:
+        f["acc-gap-vit-resnet"] = glue_text("not measured (no ViT and ResNet in this run)", "{}")
     f["match-tolerance"] = glue_text(100 * match_tolerance, "{:.0f}%")
     unmatched = capacity[~capacity["matched"]]
     f["match-verdict"] = glue_text("both compared pairs are matched" if unmatched.empty else (
