@@ -1,4 +1,5 @@
-"""The perturbations layer (torch): attacks, corruptions and out-of-distribution sets.
+"""The perturbations layer (torch): attacks, minimal adversarial radii, corruptions and
+out-of-distribution sets.
 """
 
 from __future__ import annotations
@@ -28,6 +29,14 @@ from topolip.perturbations.ood_sets import (
     load_ood,
     load_ood_batches,
 )
+from topolip.perturbations.radius import (
+    RadiusResult,
+    eps_grid_from_radii,
+    fab_radius,
+    minimal_radius,
+    radius_agreement,
+    robust_accuracy_from_radii,
+)
 
 __all__ = [
     "ATTACKS",
@@ -36,17 +45,23 @@ __all__ = [
     "MAX_SEVERITY",
     "OOD_SETS",
     "PERTURBATIONS",
+    "RadiusResult",
     "SEVERITIES",
     "autoattack",
     "check_strength",
     "corrupt",
     "corruption_params",
+    "eps_grid_from_radii",
+    "fab_radius",
     "fgsm",
     "load_ood",
     "load_ood_batches",
+    "minimal_radius",
     "perturb",
     "perturb_at",
     "pgd",
+    "radius_agreement",
     "random_sign",
+    "robust_accuracy_from_radii",
     "square",
 ]
