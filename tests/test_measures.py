@@ -66,9 +66,10 @@ def _population(drop, measures, *, archs=("a", "b"), kinds=("fgsm",), flags=None
 
 
 def test_seed_permutation_p_is_exact():
-    # 4 seeds, the same order in both architectures, measure = drop: τ = 1, and only the
-    # identity and the reversal of the 4! = 24 seed relabellings reach |τ| = 1
-    drop = np.array([[1.0, 10], [2, 20], [3, 30], [4, 40]])
+    # 4 seeds, opposite orders in the two architectures (so seed-centring leaves them as they
+    # are), measure = drop: τ = 1, and only the identity and the reversal of the 4! = 24 seed
+    # relabellings reach |τ| = 1
+    drop = np.array([[1.0, 40], [2, 30], [3, 20], [4, 10]])
     pop = _population(drop, {"end_to_end_scale_free": drop, "parameters": np.ones((4, 2))})
     study, _ = measure_study(pop)
     ref = study.set_index(["perturbation", "measure"]).loc[("all", "end_to_end_scale_free")]
@@ -339,3 +340,91 @@ def test_comparison_over_kinds_sharing_models_is_calibrated():
                      for _ in range(100)])
     print(f"power over kinds (tracks the drop vs unrelated): {power:.2f}")
     assert power >= 0.5
+
+
+# --------------------------------------------------------------------------- issue 26
+
+
+def test_seed_centring_by_hand_and_it_commutes_with_relabelling_whole_seeds():
+    from topolip.evidence.measures import seed_centred
+
+    rng = np.random.default_rng(26)
+    grid = rng.normal(size=(5, 3)) * [1.0, 10.0, 100.0]      # seeds × archs, scales differ
+    grid[1, 2] = np.nan
+    t = pd.DataFrame({"arch": np.tile(["a", "b", "c"], 5), "seed": np.repeat(range(5), 3),
+                      "m": grid.ravel(), "p": np.tile([1.0, 2.0, 3.0], 5)})
+    c = seed_centred(t, ["m", "p"])
+    # by hand: z-score each architecture over its seeds (population sd), less each seed's mean
+    z = (grid - np.nanmean(grid, 0)) / np.nanstd(grid, 0)
+    expect = z - np.nanmean(z, 1, keepdims=True)
+    np.testing.assert_allclose(c["m"].to_numpy().reshape(5, 3), expect, equal_nan=True)
+    # a measure constant within every architecture stays constant (it still ranks nothing)
+    assert (c["p"] == 0).all()
+    # relabelling whole seeds before centring = relabelling the centred values
+    perm = np.array([3, 0, 4, 1, 2])
+    relab = t.assign(m=grid[perm].ravel())
+    np.testing.assert_allclose(seed_centred(relab, ["m"])["m"].to_numpy().reshape(5, 3),
+                               expect[perm], equal_nan=True)
+    with pytest.raises(ValueError, match="repeated"):
+        seed_centred(pd.concat([t, t.iloc[:1]]), ["m"])
+    with pytest.raises(ValueError, match=r"lacks column\(s\) \['q'\]"):
+        seed_centred(t, ["q"])
+
+
+def test_a_seed_batch_is_no_association_after_centring():
+    # every architecture's measure and drop follow the seed's batch, nothing else: raw τ = 1
+    # in every architecture (p = 2/24 at 4 seeds, the smallest); centred, nothing is left
+    rng = np.random.default_rng(1)
+    batch = np.array([0.0, 3.0, 1.0, 2.0])[:, None]
+    drop = batch + 0.01 * rng.normal(size=(4, 3))
+    x = 2 * batch + 0.01 * rng.normal(size=(4, 3))
+    pop = _population(drop, {"end_to_end_scale_free": x}, archs=("a", "b", "c"))
+    raw, _ = measure_study(pop, centre=False)
+    cen, _ = measure_study(pop)
+    key = ["perturbation", "measure"]
+    r = raw.set_index(key).loc[("all", "end_to_end_scale_free")]
+    c = cen.set_index(key).loc[("all", "end_to_end_scale_free")]
+    assert r["tau_within"] == 1.0 and r["p_within"] == pytest.approx(2 / 24)
+    assert abs(c["tau_within"]) < 1 and c["p_within"] > 0.2
+
+
+def test_kinds_weigh_by_their_pairs():
+    # two architectures of opposite seed orders (centring leaves their orders), 3 seeds.
+    # fgsm: the measure reverses the drop, and the noise floor leaves one pair (a's seeds 0, 1;
+    # b's seed 2); blur: the measure is the drop, 6 pairs. By pairs: (-1 + 6) / 7; alike: 0
+    d = np.array([[1.0, 3.0], [2.0, 2.0], [3.0, 1.0]])
+    d = np.stack([d, d])
+    x = np.stack([-d[0], d[1]])
+    flags = np.zeros((2, 3, 2), bool)
+    flags[0, 2, 0] = flags[0, 0, 1] = flags[0, 1, 1] = True
+    pop = _population(d, {"end_to_end_scale_free": x}, kinds=("fgsm", "blur"), flags=flags)
+    key = ["perturbation", "measure"]
+    by_pairs = measure_study(pop)[0].set_index(key)
+    alike = measure_study(pop, weights="equal")[0].set_index(key)
+    assert by_pairs.loc[("fgsm", "end_to_end_scale_free"), "n_pairs"] == 1
+    assert by_pairs.loc[("fgsm", "end_to_end_scale_free"), "tau_within"] == -1.0
+    assert by_pairs.loc[("blur", "end_to_end_scale_free"), "tau_within"] == 1.0
+    assert by_pairs.loc[("all", "end_to_end_scale_free"), "tau_within"] == pytest.approx(5 / 7)
+    assert alike.loc[("all", "end_to_end_scale_free"), "tau_within"] == pytest.approx(0.0)
+    # each row counts its own models left out
+    assert by_pairs.loc[("fgsm", "end_to_end_scale_free"), "n_excluded"] == 3
+    assert by_pairs.loc[("blur", "end_to_end_scale_free"), "n_excluded"] == 0
+    with pytest.raises(ValueError, match="weights must be 'pairs' or 'equal'"):
+        measure_study(pop, weights="mean")
+
+
+def test_a_jackknife_with_zero_variance_is_not_testable():
+    # a follows the response, b reverses it, in every seed's absence alike: d = 2 with no
+    # spread; a t of infinity (p = 0) would call it significant
+    r = np.array([1, 2, 3, 4, 5, 5, 4, 3, 2, 1.0])
+    t = pd.DataFrame({"arch": np.repeat(["x", "y"], 5), "seed": np.tile(range(5), 2),
+                      "a": r, "b": -r, "r": r})
+    out = compare_within(t, "a", "b", "r")
+    assert out["diff"] == pytest.approx(2.0)
+    assert math.isnan(out["se"]) and math.isnan(out["p"])
+    pop = t.rename(columns={"a": "end_to_end_scale_free", "b": "displacement_ratio_max",
+                            "r": "accuracy_drop"}).assign(source="chain", perturbation="fgsm",
+                                                          excluded=False)
+    study, _ = measure_study(pop)
+    row = study.set_index(["perturbation", "measure"]).loc[("all", "displacement_ratio_max")]
+    assert row["comparison"] == "not testable"

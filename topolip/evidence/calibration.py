@@ -60,8 +60,10 @@ _RUNGS = {"fgsm": 0.30, "pgd": 0.50, "autoattack": 0.55, "square": 0.40}
 
 def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: float = 0.0,
                     association: float = 0.0, arch_association: bool = False,
-                    variance: Mapping[str, float] | None = None, n_resamples: int = 20,
+                    batch_share: float = 0.0, variance: Mapping[str, float] | None = None,
+                    n_resamples: int = 20,
                     smoothness_resamples: int = 999, smoothness: bool = True,
+                    smoothness_rule: Mapping[str, object] | None = None,
                     eps: float = 0.05,
                     seed: int = 0) -> dict[str, pd.DataFrame]:
     """One simulated book's tables, in the chain's layout.
@@ -82,6 +84,13 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
         with a smaller drop *between* architectures, none within): the clustered null of the
         association claim (the comparison claims are then not null). When False the members of
         each family pair share their means and the pairs differ (every claim's null holds).
+    batch_share : float, default=0.0
+        A hard (or easy) test batch: one standard-normal draw per seed moves the log TopoLip
+        *and* the accuracy drop of every architecture and kind of that seed, by
+        ``sqrt(batch_share)`` times their model-level standard deviations (so its variance is
+        ``batch_share`` times the model-level variance, in both). No model-level association:
+        the seed-batch null of issue 26, which a within-architecture τ on raw values reads as
+        an association (every architecture's τ moves with the same batches).
     variance : mapping, optional
         Overrides of :data:`VARIANCE`.
     n_resamples : int, default=20
@@ -93,6 +102,9 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
         p-value's precision).
     smoothness : bool, default=True
         Make the ``smoothness`` table (the association claim's input; the slow part).
+    smoothness_rule : mapping, optional
+        Keyword arguments of :func:`topolip.evidence.claims.smoothness_table` (``centre``,
+        ``weights``): the mutation checks run the older rules through the same books.
     eps : float, default=0.05
         The TopoLip ε (``strength`` of FGSM and PGD).
     seed : int, default=0
@@ -115,6 +127,8 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
         raise ValueError(f"n_seeds must be a positive int, got {n_seeds!r}")
     if not topolip_ratio > 0:
         raise ValueError(f"topolip_ratio must be positive, got {topolip_ratio!r}")
+    if not (isinstance(batch_share, (int, float)) and batch_share >= 0):
+        raise ValueError(f"batch_share must be a number >= 0, got {batch_share!r}")
     v = {**VARIANCE, **(variance or {})}
     rng = np.random.default_rng(seed)
     if arch_association:
@@ -130,6 +144,10 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
     image_effect = {(a, o): rng.normal(0, v["auroc_image"]) for a in ARCHS for o in _OOD_SETS}
     seed_t = rng.normal(0, v["log_topolip_seed"], n_seeds)
     seed_d = rng.normal(0, v["drop_seed"], n_seeds)
+    # drawn from its own generator, so a book with batch_share = 0 is the book it always was
+    batch = np.random.default_rng([seed, 26]).normal(0, 1, n_seeds) * math.sqrt(batch_share)
+    seed_t = seed_t + batch * math.hypot(v["log_topolip_model"], v["log_topolip_seed"])
+    seed_d = seed_d + batch * math.hypot(v["drop_model"], v["drop_seed"])
     for arch in ARCHS:
         shift_t = math.log(topolip_ratio) if arch in attention else 0.0
         shift_d = drop_diff if arch in attention else 0.0
@@ -183,7 +201,8 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
     if smoothness:
         tables["smoothness"] = _claims.smoothness_table(tables["topolip_summary"],
                                                         n_resamples=smoothness_resamples,
-                                                        seed=seed, exact_seeds=6)
+                                                        seed=seed, exact_seeds=6,
+                                                        **(smoothness_rule or {}))
     return tables
 
 

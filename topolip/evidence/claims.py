@@ -640,19 +640,24 @@ def higher_ood_auroc(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[V
 
 
 def _within_architecture(summary: pd.DataFrame, measure: str, response: str, *,
-                         n_resamples: int, seed: int, exact_seeds: int) -> pd.DataFrame:
+                         n_resamples: int, seed: int, exact_seeds: int,
+                         excluded: np.ndarray, centre: bool = True,
+                         weights: str = "pairs") -> pd.DataFrame:
     """The measure study's within-architecture τ of ``measure`` with ``response`` per kind and
     over kinds (``perturbation == "all"``), its seed-relabelling p-value (exact up to
-    :data:`topolip.evidence.measures.EXACT_SEEDS` seeds); NaN measures are left out."""
+    :data:`topolip.evidence.measures.EXACT_SEEDS` seeds) on seed-centred values, kinds
+    weighted by their pairs; NaN measures and ``excluded`` rows (the noise floor) are left
+    out (after the centring, so a seed's measure and response are centred alike)."""
     from topolip.evidence import measures
 
     pop = pd.DataFrame({"source": "chain", "arch": summary["arch"].astype(str),
                         "seed": summary["seed"], "perturbation": summary["perturbation"],
-                        "excluded": summary[measure].isna().to_numpy(),
+                        "excluded": summary[measure].isna().to_numpy() | excluded,
                         measure: summary[measure], response: summary[response]})
     study, _ = measures.measure_study(pop, reference=measure, response=response,
-                                           n_resamples=n_resamples, seed=seed,
-                                           exact_seeds=exact_seeds)
+                                      n_resamples=n_resamples, seed=seed,
+                                      exact_seeds=exact_seeds, centre=centre,
+                                      weights=weights)
     study = study[study["measure"] == measure]
     return study.assign(exact=study["p_mc_se"].eq(0.0))
 
@@ -660,7 +665,8 @@ def _within_architecture(summary: pd.DataFrame, measure: str, response: str, *,
 def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_free",
                      responses: tuple[str, ...] = ("accuracy_drop", "relative_drop"),
                      flag_column: str | None = FLAG_COLUMN, n_resamples: int = 9999,
-                     seed: int = 0, exact_seeds: int = 8) -> pd.DataFrame:
+                     seed: int = 0, exact_seeds: int = 8, centre: bool = True,
+                     weights: str = "pairs") -> pd.DataFrame:
     """Does a lower model TopoLip go with a smaller accuracy drop? Kendall τ within
     architectures, one permutation shared by every kind; the architecture-level τ beside it.
 
@@ -668,14 +674,18 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
     exchangeable (four clusters that differ in every measure), and the same models appear in
     every perturbation kind. So the statistic is the within-architecture τ-b of ``measure``
     with a response (Kendall's τ-b over the pairs of models of the same architecture, so a
-    cell left with few models after the noise floor counts by its pairs), averaged over kinds
-    for the pooled row, tested by permuting the response across the seeds with **one
-    relabelling of the seeds shared by every architecture and every kind**: the measure
-    study's statistic and test (:func:`topolip.evidence.measures.measure_study`, exact up to
-    :data:`topolip.evidence.measures.EXACT_SEEDS` seeds, else Monte Carlo with its standard
-    error
-    ``mc_se``), so chapters 04, 08 and 09 give one number for one test. The seed is the
-    unit: the architectures of one seed share their test images, so their values are not
+    cell left with few models after the noise floor counts by its pairs) on **seed-centred
+    values** (:func:`topolip.evidence.measures.seed_centred`: each architecture standardised
+    over its seeds, each seed less its mean over the architectures, per kind, so a hard test
+    batch that raises TopoLip and the drop of every architecture of a seed is not read as an
+    association between models), averaged over kinds **weighted by their pairs** for the
+    pooled row (a kind the noise floor left with one pair weighs like one pair), tested by
+    permuting the response across the seeds with **one relabelling of the seeds shared by
+    every architecture and every kind** (centring commutes with it, so the test stays exact):
+    the measure study's statistic and test (:func:`topolip.evidence.measures.measure_study`,
+    exact up to :data:`topolip.evidence.measures.EXACT_SEEDS` seeds, else Monte Carlo with its
+    standard error ``mc_se``), so chapters 04, 08 and 09 give one number for one test. The
+    seed is the unit: the architectures of one seed share their test images, so their values are not
     independent across architectures, and only a relabelling that moves whole seeds keeps that
     dependence under the null (permuting each architecture on its own would not). A model
     whose input displacement lies within the noise floor (``flag_column``) is left out of that
@@ -708,6 +718,11 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
     exact_seeds : int, default=8
         Up to this many seeds every relabelling is enumerated
         (:data:`topolip.evidence.measures.EXACT_SEEDS`); a simulation may lower it.
+    centre : bool, default=True
+        Seed-centre before τ (False: raw values, the rule before issue 26, kept for the
+        mutation checks of ``tests/test_calibration.py``).
+    weights : {"pairs", "equal"}, default="pairs"
+        How the pooled row averages the kinds (:func:`topolip.evidence.measures.measure_study`).
 
     Returns
     -------
@@ -726,11 +741,13 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
 
     Examples
     --------
-    Two architectures of three seeds, one kind; within each, the drop follows TopoLip exactly.
+    Two architectures of three seeds, one kind; within each, the drop follows TopoLip exactly,
+    and the seeds' orders differ between them (were they the same, centring would leave
+    nothing: a seed effect, not a model one).
 
     >>> s = pd.DataFrame({"arch": ["vit"] * 3 + ["resnet"] * 3, "seed": [0, 1, 2] * 2,
-    ...                   "perturbation": "pgd", "end_to_end_scale_free": [1, 2, 3, 4, 5, 6.],
-    ...                   "accuracy_drop": [.1, .2, .3, .1, .2, .3]})
+    ...                   "perturbation": "pgd", "end_to_end_scale_free": [1, 2, 3, 6, 5, 4.],
+    ...                   "accuracy_drop": [.1, .2, .3, .3, .2, .1]})
     >>> t = smoothness_table(s, responses=("accuracy_drop",))
     >>> t[["group", "level", "role", "tau"]].values.tolist()[0]
     ['pooled', 'within architecture', 'primary', 1.0]
@@ -739,11 +756,12 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
     """
     require_columns(summary, ["arch", "seed", "perturbation", measure, *responses], "summary")
     s = summary.copy()
-    n_excluded = 0
+    flagged = np.zeros(len(s), dtype=bool)
     if flag_column and flag_column in s.columns:
-        flagged = s[flag_column].fillna("").astype(str) != ""
-        n_excluded = int((flagged & s[measure].notna()).sum())
-        s.loc[flagged, measure] = np.nan
+        flagged = (s[flag_column].fillna("").astype(str) != "").to_numpy()
+    n_excluded = int((flagged & s[measure].notna()).sum())
+    s_within = s.copy()
+    s.loc[flagged, measure] = np.nan
     kinds = list(pd.unique(s["perturbation"]))
     wide = s.pivot_table(index="perturbation", columns=["arch", "seed"],
                          values=[measure, *responses], aggfunc="first", dropna=False)
@@ -764,8 +782,9 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
         obs = np.isfinite(x) & np.isfinite(y)
         # the within-architecture statistic and its seed-relabelling test are the measure
         # study's own (one test, one number in chapters 04, 08 and 09)
-        within = _within_architecture(s, measure, response, n_resamples=n_resamples,
-                                      seed=seed, exact_seeds=exact_seeds
+        within = _within_architecture(s_within, measure, response, n_resamples=n_resamples,
+                                      seed=seed, exact_seeds=exact_seeds, excluded=flagged,
+                                      centre=centre, weights=weights
                                       ).set_index("perturbation")
         exact = bool(within["exact"].iloc[0])
         n_perm = int(within["n_permutations"].iloc[0])
@@ -781,10 +800,14 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
         if i == 0:
             for k, kind in enumerate(kinds):
                 wk = within.loc[kind]
+                # each kind's own count of models left out for the noise floor
                 rows.append(dict(group=str(kind), level="within architecture",
                                  role="secondary", n=int(obs[k].sum()),
                                  tau=float(wk["tau_within"]), pvalue=float(wk["p_within"]),
-                                 mc_se=float(wk["p_mc_se"]), min_pvalue=min_p, **common))
+                                 mc_se=float(wk["p_mc_se"]), min_pvalue=min_p,
+                                 **{**common, "n_excluded": int((
+                                     flagged & s_within[measure].notna().to_numpy()
+                                     & (s_within["perturbation"] == kind).to_numpy()).sum())}))
         # architecture level: τ over the architecture means, every relabelling
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a kind with no value: NaN
@@ -845,8 +868,9 @@ def smoothness_predicts_robustness(claim: Claim,
                        "can decide") + "; reported, in no family")
         else:
             what = ("within-architecture τ-b over seeds, "
-                    + ("mean over architectures and kinds" if r["group"] == "pooled"
-                       else "mean over architectures")
+                    + ("on seed-centred values, over the pairs of every architecture, "
+                       "kinds weighted by their pairs" if r["group"] == "pooled"
+                       else "on seed-centred values, over the pairs of every architecture")
                     + f", {r['n']} observations; response permuted across the seeds of each "
                     "architecture, one permutation for every kind; "
                     + (f"exact over {int(r['n_permutations'])} permutations" if r["exact"]

@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,7 +85,7 @@ from topolip.schema import require_columns
 
 __all__ = ["EXACT_SEEDS", "MEASURES", "MIN_JACKKNIFE_SEEDS", "REFERENCE", "Measure",
            "compare_within", "granulated_taus", "measure_population", "measure_study",
-           "study_findings", "within_tau"]
+           "seed_centred", "study_findings", "within_tau"]
 
 #: The measure every baseline is compared with: end-to-end scale-free TopoLip.
 REFERENCE = "end_to_end_scale_free"
@@ -264,6 +265,96 @@ def _grid(table: pd.DataFrame, column: str, seeds, archs, *, cluster: str,
     return out
 
 
+def _centre_grid(values: np.ndarray) -> np.ndarray:
+    """Seed-centre a (..., seeds, archs) grid: each architecture's column standardised over its
+    seeds, then each seed's row less its mean over the architectures whose column varies.
+
+    A column constant over its seeds (a measure that cannot rank the seeds of that
+    architecture) stays constant (0), so it still gives no pair, and it is left out of the
+    seed means. NaN stays NaN and is left out of every mean."""
+    v = np.asarray(values, dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)     # an all-NaN column: NaN
+        mu = np.nanmean(v, axis=-2, keepdims=True)
+        sd = np.nanstd(v, axis=-2, keepdims=True)
+        varies = np.isfinite(sd) & (sd > 0)
+        z = np.where(varies, (v - mu) / np.where(varies, sd, 1.0), np.where(np.isfinite(v),
+                                                                             0.0, np.nan))
+        use = np.isfinite(z) & varies
+        row = np.where(use.any(-1, keepdims=True),
+                       np.where(use, z, 0.0).sum(-1, keepdims=True)
+                       / np.maximum(use.sum(-1, keepdims=True), 1), 0.0)
+    return np.where(varies, z - row, z)
+
+
+def seed_centred(table: pd.DataFrame, columns, *, cluster: str = "arch", unit: str = "seed",
+                 strata: str | None = None) -> pd.DataFrame:
+    """The table with ``columns`` centred per (seed, stratum) over the architectures.
+
+    The architectures of one seed share their test images (DESIGN.md, section 3): a hard
+    batch raises the measure *and* the drop of every architecture of that seed, and a
+    within-architecture τ then reads the batch as an association between models. Centring
+    removes it: each architecture's values are first standardised over its seeds (the
+    architectures differ by orders of magnitude in raw TopoLip, so a plain difference would let
+    the largest one dominate), then each seed's value is taken relative to the mean of that
+    seed over the architectures (within each stratum, the perturbation kind). Both steps
+    commute with relabelling whole seeds (the same relabelling in every architecture), so the
+    seed-relabelling test on centred values stays exact.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per model (and stratum) with ``cluster``, ``unit`` and ``columns``; at most one
+        row per (cluster, unit, stratum).
+    columns : sequence of str
+        The columns centred (NaN stays NaN and is left out of every mean; a column constant
+        over the seeds of an architecture stays constant there, 0, and is left out of the
+        seed means, so a measure that cannot rank that architecture's models still cannot).
+    cluster, unit : str
+        The architecture and seed columns.
+    strata : str, optional
+        Centre each value of this column (the perturbation kind) on its own.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy of ``table``, ``columns`` replaced by their seed-centred values (unitless).
+
+    Raises
+    ------
+    ValueError
+        If a column is missing or a (cluster, unit, stratum) repeats.
+
+    Examples
+    --------
+Seed 1's batch adds 10 to both architectures, and nothing else tells their seeds apart:
+    after centring nothing is left to rank.
+
+    >>> t = pd.DataFrame({"arch": ["a", "b"] * 3, "seed": [0, 0, 1, 1, 2, 2],
+    ...                   "m": [1.0, 2.0, 11.0, 12.0, 3.0, 4.0]})
+    >>> bool(seed_centred(t, ["m"])["m"].abs().max() < 1e-12)
+    True
+    """
+    columns = list(columns)
+    keys = [cluster, unit] + ([strata] if strata else [])
+    require_columns(table, keys + columns, "table")
+    if table.duplicated(keys).any():
+        raise ValueError(f"table has repeated {tuple(keys)} rows; give one row per model")
+    out = table.copy()
+    t = table.assign(**{cluster: table[cluster].astype(str)})
+    groups = t.groupby(strata, sort=False).groups.items() if strata else [(None, t.index)]
+    for _, idx in groups:
+        g = t.loc[idx]
+        seeds = sorted(g[unit].unique())
+        archs = sorted(g[cluster].unique())
+        i = pd.Index(seeds).get_indexer(g[unit])
+        j = pd.Index(archs).get_indexer(g[cluster])
+        for c in columns:
+            grid = _centre_grid(_grid(g, c, seeds, archs, cluster=cluster, unit=unit))
+            out.loc[idx, c] = grid[i, j]
+    return out
+
+
 def within_tau(table: pd.DataFrame, measure: str, response: str = "accuracy_drop", *,
                cluster: str = "arch", unit: str = "seed") -> tuple[float, int]:
     """Kendall's τ-b over the pairs of models within the same ``cluster`` (architecture).
@@ -328,20 +419,24 @@ def _holm_level(p: np.ndarray, p_holm: np.ndarray, alpha: float, m: int) -> np.n
 
 
 def _jackknife(d: float, reps: np.ndarray) -> tuple[float, float, float]:
-    """(se, t, two-sided p) of the delete-one-unit jackknife, t with n - 1 df."""
+    """(se, t, two-sided p) of the delete-one-unit jackknife, t with n - 1 df; all NaN with
+    fewer than :data:`MIN_JACKKNIFE_SEEDS` units or when the replicates do not vary (zero
+    variance: not testable)."""
     n = len(reps)
     if not math.isfinite(d) or n < MIN_JACKKNIFE_SEEDS or not np.isfinite(reps).all():
         return math.nan, math.nan, math.nan
     se = math.sqrt((n - 1) / n * float(((reps - reps.mean()) ** 2).sum()))
-    if se == 0.0:
-        return 0.0, (0.0 if d == 0 else math.copysign(math.inf, d)), (1.0 if d == 0 else 0.0)
+    if not se > 1e-12 * max(1.0, abs(d)):
+        # every replicate the same: no spread to test against (a t of ±inf, p = 0, would
+        # call a difference no seed moves "significant"): not testable
+        return math.nan, math.nan, math.nan
     t = d / se
     return se, t, float(2 * _st.t.sf(abs(t), n - 1))
 
 
 def compare_within(table: pd.DataFrame, a: str, b: str, response: str = "accuracy_drop", *,
                    cluster: str = "arch", unit: str = "seed",
-                   strata: str | None = None) -> dict[str, float]:
+                   strata: str | None = None, weights: str = "pairs") -> dict[str, float]:
     """Within-cluster τ of measure ``a`` minus that of ``b``, with its delete-one-unit jackknife.
 
     Parameters
@@ -358,8 +453,12 @@ def compare_within(table: pd.DataFrame, a: str, b: str, response: str = "accurac
         shared by the clusters: deleting a seed deletes its model in every cluster).
     strata : str, optional
         A column (the perturbation kind) whose values are analysed apart and averaged: ``d``
-        is the mean over strata of the per-stratum difference (strata where it is defined);
-        deleting a unit deletes it from every stratum.
+        is the mean over strata of the per-stratum difference (strata where it is defined),
+        weighted as ``weights`` says; deleting a unit deletes it from every stratum.
+    weights : {"pairs", "equal"}, default="pairs"
+        ``"pairs"``: each stratum weighs by its within-cluster pairs where both measures and
+        the response are defined (in each replicate, its own pairs), so a kind the noise
+        floor left with one pair weighs like one pair; ``"equal"``: every stratum alike.
 
     Returns
     -------
@@ -367,13 +466,14 @@ def compare_within(table: pd.DataFrame, a: str, b: str, response: str = "accurac
         ``diff`` (τ_w(a) − τ_w(b) on the pairs where both are defined), ``se`` (jackknife),
         ``t``, ``df`` (units − 1), ``p`` (two-sided, Student's t), ``n_units``. A stratum
         enters only where the difference is defined in every delete-one-unit replicate;
-        ``se``, ``t`` and ``p`` are NaN with fewer than :data:`MIN_JACKKNIFE_SEEDS` units or when no
-        stratum is.
+        ``se``, ``t`` and ``p`` are NaN with fewer than :data:`MIN_JACKKNIFE_SEEDS` units, when no
+        stratum is, or when the replicates do not vary (zero jackknife variance: not
+        testable).
 
     Raises
     ------
     ValueError
-        If a column is missing.
+        If a column is missing or ``weights`` is unknown.
 
     Examples
     --------
@@ -388,6 +488,8 @@ def compare_within(table: pd.DataFrame, a: str, b: str, response: str = "accurac
     """
     cols = [cluster, unit, a, b, response] + ([strata] if strata else [])
     require_columns(table, cols, "table")
+    if weights not in ("pairs", "equal"):
+        raise ValueError(f"weights must be 'pairs' or 'equal', got {weights!r}")
     seeds = sorted(table[unit].unique())
     archs = sorted(table[cluster].astype(str).unique())
     t = table.assign(**{cluster: table[cluster].astype(str)})
@@ -395,7 +497,7 @@ def compare_within(table: pd.DataFrame, a: str, b: str, response: str = "accurac
     n = len(seeds)
     iu, ju = np.triu_indices(n, 1)
     keep = np.stack([(iu != s) & (ju != s) for s in range(n)]).astype(float)  # (n, P)
-    diffs, reps = [], []
+    diffs, reps, w, w_reps = [], [], [], []
     for g in groups:
         sa, va = _pair_signs(_grid(g, a, seeds, archs, cluster=cluster, unit=unit))
         sb, vb = _pair_signs(_grid(g, b, seeds, archs, cluster=cluster, unit=unit))
@@ -413,11 +515,17 @@ def compare_within(table: pd.DataFrame, a: str, b: str, response: str = "accurac
             continue
         diffs.append(d)
         reps.append(rep)
+        used = both * vy
+        w.append(float(used.sum()) if weights == "pairs" else 1.0)
+        w_reps.append((used[None] * k).sum(axis=(1, 2)) if weights == "pairs"
+                      else np.ones(n))
     if not diffs:
         return {"diff": math.nan, "se": math.nan, "t": math.nan, "df": n - 1, "p": math.nan,
                 "n_units": n}
-    d = float(np.mean(diffs))
-    se, tt, p = _jackknife(d, np.mean(reps, axis=0) if n else np.array([]))
+    d = float(np.average(diffs, weights=w))
+    wr = np.array(w_reps)
+    rep_d = (np.array(reps) * wr).sum(0) / np.where(wr.sum(0) > 0, wr.sum(0), 1.0)
+    se, tt, p = _jackknife(d, rep_d if n else np.array([]))
     return {"diff": d, "se": se, "t": tt, "df": n - 1, "p": p, "n_units": n}
 
 
@@ -509,10 +617,12 @@ def _seed_permutations(n: int, n_resamples: int, seed: int,
     return np.argsort(rng.random((n_resamples, n)), axis=1), False
 
 
-def _oriented(table: pd.DataFrame, measures) -> pd.DataFrame:
+def _oriented(table: pd.DataFrame, measures, *, mask: bool = True) -> pd.DataFrame:
+    """The measures times their orientation; the excluded rows' measures NaN when ``mask``."""
     t = table.copy()
     out = t.copy()
-    excluded = t["excluded"].to_numpy(bool) if "excluded" in t else np.zeros(len(t), bool)
+    excluded = (t["excluded"].to_numpy(bool) if "excluded" in t and mask
+                else np.zeros(len(t), bool))
     for m in measures:
         v = m.orientation * pd.to_numeric(t[m.column], errors="coerce").astype(float)
         out[m.column] = v.where(~excluded)
@@ -522,7 +632,8 @@ def _oriented(table: pd.DataFrame, measures) -> pd.DataFrame:
 def measure_study(population: pd.DataFrame, *, reference: str = REFERENCE,
                   response: str = "accuracy_drop", alpha: float = 0.05,
                   n_resamples: int = 2000, seed: int = 0,
-                  exact_seeds: int = EXACT_SEEDS) -> tuple[pd.DataFrame, pd.DataFrame]:
+                  exact_seeds: int = EXACT_SEEDS, centre: bool = True,
+                  weights: str = "pairs") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Within-architecture Kendall τ of every measure with the drop, and TopoLip against each.
 
     Parameters
@@ -546,6 +657,15 @@ def measure_study(population: pd.DataFrame, *, reference: str = REFERENCE,
     exact_seeds : int, default=EXACT_SEEDS
         Up to this many seeds every permutation is enumerated (a simulation may lower it to
         use ``n_resamples`` random ones instead).
+    centre : bool, default=True
+        Rank seed-centred values (:func:`seed_centred`, per kind, every measure and the
+        response): a seed's shared test batch then cannot pass for an association between
+        models. False ranks the raw values (the rule before issue 26; kept to show the
+        difference and for the mutation checks of ``tests/test_calibration.py``).
+    weights : {"pairs", "equal"}, default="pairs"
+        How the ``"all"`` rows average the kinds: by each kind's within-architecture pairs
+        (a kind the noise floor left with one pair weighs like one pair), or equally (the rule
+        before issue 26).
 
     Returns
     -------
@@ -594,6 +714,8 @@ def measure_study(population: pd.DataFrame, *, reference: str = REFERENCE,
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples!r}")
+    if weights not in ("pairs", "equal"):
+        raise ValueError(f"weights must be 'pairs' or 'equal', got {weights!r}")
     present = [m for m in MEASURES if m.column in population.columns
                and pd.to_numeric(population[m.column], errors="coerce").notna().any()]
     if reference not in [m.column for m in present]:
@@ -603,7 +725,18 @@ def measure_study(population: pd.DataFrame, *, reference: str = REFERENCE,
         raise ValueError("the population has no chain rows (source == 'chain')")
     if chain.duplicated(["arch", "seed", "perturbation"]).any():
         raise ValueError("the population repeats an (arch, seed, perturbation) chain row")
-    chain = _oriented(chain.assign(arch=chain["arch"].astype(str)), present)
+    chain = chain.assign(arch=chain["arch"].astype(str))
+    raw = _oriented(chain, present)  # the τ over all models (context) ranks the raw values
+    if centre:
+        # centred before the noise floor's models are left out, so a seed's measures and its
+        # response are centred over the same architectures (and the centring of a response
+        # commutes with relabelling the seeds); the left-out models' measures then go
+        chain = seed_centred(_oriented(chain, present, mask=False),
+                             [m.column for m in present] + [response], strata="perturbation")
+        if "excluded" in chain:
+            chain.loc[chain["excluded"].to_numpy(bool), [m.column for m in present]] = np.nan
+    else:
+        chain = raw
     kinds = list(dict.fromkeys(chain["perturbation"]))
     seeds = sorted(chain["seed"].unique())
     archs = sorted(chain["arch"].unique())
@@ -625,10 +758,12 @@ def measure_study(population: pd.DataFrame, *, reference: str = REFERENCE,
                       * np.einsum("bpa,mpa->bm", np.abs(syp), vx))
         with np.errstate(invalid="ignore", divide="ignore"):
             null[kind] = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
-        pooled = [stats.kendall_tau(g[c].to_numpy(float), g[response].to_numpy(float))
+        graw = raw[raw["perturbation"] == kind]
+        pooled = [stats.kendall_tau(graw[c].to_numpy(float), graw[response].to_numpy(float))
                   for c in cols]
         n_ex = int(g["excluded"].sum()) if "excluded" in g else 0
         per_kind[kind] = {"tau": tau, "pooled": np.array(pooled), "n_pairs": (vx * vy).sum((1, 2)),
+                          "n_pairs_null": np.einsum("mpa,bpa->bm", vx, vyp),
                           "finite": np.isfinite(x) & np.isfinite(y)[None],
                           "n_excluded": n_ex}
 
@@ -637,11 +772,20 @@ def measure_study(population: pd.DataFrame, *, reference: str = REFERENCE,
         if kind == "all":
             taus = np.array([per_kind[k]["tau"] for k in kinds])          # (K, M)
             defined = np.isfinite(taus)
-            with np.errstate(invalid="ignore"):
-                tau = np.where(defined.any(0), np.nansum(taus, 0) / defined.sum(0), np.nan)
-                nulls = np.stack([null[k] for k in kinds])                # (K, B, M)
-                nulls = np.where(defined[:, None, :], nulls, 0.0)
-                tnull = nulls.sum(0) / np.maximum(defined.sum(0), 1)
+            # each kind weighs by its pairs (or alike); under a relabelling, by its own pairs
+            wk = (np.array([per_kind[k]["n_pairs"] for k in kinds], float)
+                  if weights == "pairs" else np.ones(taus.shape))
+            wk = np.where(defined, wk, 0.0)
+            nulls = np.stack([null[k] for k in kinds])                    # (K, B, M)
+            wn = (np.stack([per_kind[k]["n_pairs_null"] for k in kinds]).astype(float)
+                  if weights == "pairs" else np.ones(nulls.shape))
+            wn = np.where(np.isfinite(nulls), wn, 0.0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                tau = np.where(wk.sum(0) > 0, (np.where(defined, taus, 0.0) * wk).sum(0)
+                               / np.where(wk.sum(0) > 0, wk.sum(0), 1.0), np.nan)
+                tnull = ((np.where(np.isfinite(nulls), nulls, 0.0) * wn).sum(0)
+                         / np.maximum(wn.sum(0), 1e-300))
+                tnull = np.where(wn.sum(0) > 0, tnull, np.nan)
             pk = np.array([per_kind[k]["pooled"] for k in kinds])
             pooled = np.where(np.isfinite(pk).any(0), np.nansum(pk, 0)
                               / np.maximum(np.isfinite(pk).sum(0), 1), np.nan)
@@ -663,7 +807,8 @@ def measure_study(population: pd.DataFrame, *, reference: str = REFERENCE,
             cmp = {"diff": math.nan, "se": math.nan, "df": math.nan, "p": math.nan}
             if m.baseline and m.column != reference:
                 cmp = compare_within(sub, reference, m.column, response,
-                                     strata="perturbation" if kind == "all" else None)
+                                     strata="perturbation" if kind == "all" else None,
+                                     weights=weights)
             rows.append({
                 "perturbation": kind, "role": "primary" if kind == "all" else "secondary",
                 "measure": m.column, "label": m.label, "kind": m.kind,
