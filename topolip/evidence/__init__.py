@@ -51,6 +51,7 @@ from topolip.evidence.measures import (
     granulated_taus,
     measure_population,
     measure_study,
+    seed_centred,
     study_findings,
     within_tau,
 )
@@ -115,6 +116,7 @@ __all__ = [
     "masking_summary",
     "measure_population",
     "measure_study",
+    "seed_centred",
     "minimum_detectable_effect",
     "most_robust_vs_smoothest",
     "paired_power",

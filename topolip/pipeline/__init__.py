@@ -8,6 +8,7 @@ from topolip.pipeline.book import (
     build_book,
     figure_bibtex,
     figure_links,
+    figure_numbers,
     glue_values,
     install_cell,
     publish_results,
@@ -68,6 +69,7 @@ __all__ = [
     "write_table",
     # publishing (issue 19): the site's extras, the PDF, the verdict diff
     "ResultsDiff", "VerdictChange", "build_pdf", "diff_results", "figure_bibtex", "figure_links",
+    "figure_numbers",
     "format_diff", "glue_values", "pdf_name", "print_page", "publish_results", "site_url",
     "tidy_page",
     # faults (issue 21): interrupts, missing outputs, a results folder in use
