@@ -218,8 +218,7 @@ show_table(grid, columns={"arch": "model", "seed": "seed",
 # model-kind values within the noise floor left out). Kind by kind it ranges from
 # {glue:text}`rb-tau-range`; it is positive (a lower TopoLip with a smaller drop, the direction
 # the paper's argument predicts) for {glue:text}`rb-n-positive` of {glue:text}`rb-n-kinds`
-# kinds, significantly so after Holm's correction for {glue:text}`rb-n-significant`
-# (significantly negative: {glue:text}`rb-n-negative-significant`). Between architectures, over
+# kinds, {glue:text}`rb-holm-words`. Between architectures, over
 # the architecture means ($n$ = {glue:text}`rb-n-archs`, the panels of
 # {numref}`fig-topolip-vs-drop` show it pooled with the seeds), $\tau$ is
 # {glue:text}`rb-between-tau` (p = {glue:text}`rb-between-p`; with four units no test can go

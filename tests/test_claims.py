@@ -335,7 +335,8 @@ def test_findings_count_families_and_say_only_what_is_decisive():
                            "text": "a ratio ≤ 0.7 or ≥ 1.43"}])
     f = claim_findings(v, power)
     assert f["n_families"] == 3 and f["error_bound"] == pytest.approx(0.15)
-    assert (f["n_tests"], f["n_decisive"], f["n_supported"], f["n_contradicted"]) == (4, 2, 1, 1)
+    # the "not enough seeds" row could not decide: it is no test
+    assert (f["n_tests"], f["n_decisive"], f["n_supported"], f["n_contradicted"]) == (3, 2, 1, 1)
     assert f["counts"] == {"a": "1 inconclusive, 1 supported",
                            "b": "1 contradicted, 1 not enough seeds", "env": "no test"}
     assert f["primary"]["a"] == (
@@ -404,3 +405,65 @@ def test_family_below_counts_uses_seed_means_and_only_complete_architectures():
     counts = family_below_counts(pd.DataFrame(rows))
     assert counts[("vit", "resnet")] == "2 of 3"
     assert counts[("attention_stack", "conv_stack")] == "none"
+
+
+# --------------------------------------------------------------------------- issue 26
+
+
+def test_pairs_dropped_for_the_noise_floor_say_floor_not_seeds():
+    # 4 seed pairs, 2 dropped for the floor: more seeds would not have been the remedy
+    v = evaluate([SMOOTH], summary([1.0, 1.1, 0.9, 1.0], [2.0, 2.1, 1.9, 2.0],
+                                   flags=[("vit", 0), ("resnet", 1)])).iloc[0]
+    assert v["verdict"] == "noise floor" and v["n_pairs"] == 2 and v["n_excluded"] == 2
+    # 2 seeds and no floor: the design's limit
+    assert evaluate([SMOOTH], summary([1.0, 1.1], [2.0, 2.1]))["verdict"].tolist() == [
+        "not enough seeds"]
+
+
+def test_a_family_that_cannot_decide_is_description_with_the_seeds_it_needs():
+    # 7 kinds and 2 responses: 8 secondaries; at 5 seeds the exact p is >= 1/120, so Holm's
+    # first step is >= 8/120 > 0.05: the family describes, and would need 6 seeds (8/720)
+    kinds = ("fgsm", "pgd", "noise", "blur", "contrast", "rotation", "elastic")
+    summ = _models(n_seeds=5, kinds=kinds, slope=(1.0,) * 7)
+    t = smoothness_table(summ)
+    sec = t[t["role"] == "secondary"]
+    assert len(sec) == 8
+    assert sec["family_floor"].to_numpy() == pytest.approx(8 / 120)
+    assert (sec["seeds_needed"] == 6).all()
+    prim = t[t["role"] == "primary"].iloc[0]
+    assert prim["family_floor"] == pytest.approx(1 / 120) and prim["seeds_needed"] == 4
+    claim = Claim("s", "x", "t", "smoothness_predicts_robustness", {},
+                  {"comparison": "Kendall τ within architecture, accuracy_drop",
+                   "group": "pooled"})
+    v = evaluate([claim], {"smoothness": t})
+    # every kind perfectly concordant (raw p 1/120 each), yet no secondary decides
+    assert set(v.loc[v["role"] == "secondary", "verdict"]) == {"description"}
+    assert "would need 6 seeds" in v.loc[v["role"] == "secondary", "detail"].iloc[0]
+    assert v.loc[v["role"] == "primary", "verdict"].item() == "supported"
+    fam = families(v).set_index("role")
+    assert fam.loc["secondary", "n_decisive"] == 0
+    f = claim_findings(v)
+    assert f["n_described"] == 8 and f["n_tests"] == 1      # the primary alone could decide
+    assert "The 8 rows of *s: secondary* describe and decide nothing" in f["shows"]
+    assert "(it would need 6 seeds)" in f["shows"]
+    # at 6 seeds the same family can decide
+    t6 = smoothness_table(_models(n_seeds=6, kinds=kinds, slope=(1.0,) * 7), exact_seeds=6)
+    assert (t6.loc[t6["role"] == "secondary", "family_floor"] < 0.05).all()
+
+
+def test_smoothness_rows_left_with_too_few_models_by_the_floor_say_floor():
+    summ = _models(n_seeds=3, kinds=("fgsm", "blur"), slope=(1.0, 1.0))
+    vit = summ["arch"] == "vit"
+    summ.loc[vit & ((summ["seed"] == 0) | ((summ["seed"] == 1)
+                                           & (summ["perturbation"] == "fgsm"))),
+             "end_to_end_flag"] = "floor"
+    t = smoothness_table(summ, responses=("accuracy_drop",))
+    assert t["min_seeds"].iloc[0] == 2 and t["seeds_present"].iloc[0] == 3
+    # each row counts its own models left out: the pooled row 3, fgsm 2, blur 1
+    within = t[t["level"] == "within architecture"].set_index("group")["n_excluded"]
+    assert within.to_dict() == {"pooled": 3, "fgsm": 2, "blur": 1}
+    claim = Claim("s", "x", "t", "smoothness_predicts_robustness", {},
+                  {"comparison": "Kendall τ within architecture, accuracy_drop",
+                   "group": "pooled"})
+    v = evaluate([claim], {"smoothness": t})
+    assert set(v.loc[v["role"] != "context", "verdict"]) == {"noise floor"}

@@ -262,3 +262,26 @@ def test_sweeps_trend_words_and_a_family_with_too_few_sizes():
     assert f["sw-max-span-arch"] == "ViT" and f["sw-max-span"] == "3.0"
     assert f["sw-ranges"] == "convolution stack 1.00–2.00; ViT 1.00–3.00"
     assert f["sw-median-span"] == "1.3"
+
+
+def test_an_association_family_that_cannot_decide_is_said_to_describe(tmp_path):
+    # the stored book's 8 per-kind and response secondaries at 5 seeds: Holm's first step is
+    # at least 8/120 > 0.05, so no sentence may count their decisions
+    import shutil
+
+    for f in EXPECT.glob("*.csv"):
+        shutil.copy(f, tmp_path / f.name)
+    smooth = _read("smoothness")
+    # (the stored table is trimmed to the columns the findings read: no role column; the
+    # primary is the pooled within-architecture row of the accuracy drop)
+    sec = ~((smooth["group"] == "pooled") & (smooth["level"] == "within architecture")
+            & (smooth["response"] == "accuracy_drop")).to_numpy()
+    smooth["family_floor"] = np.where(sec, 8 / 120, 1 / 120)
+    smooth["seeds_needed"] = np.where(sec, 6, 4)
+    smooth.to_csv(tmp_path / "smoothness.csv", index=False)
+    words = F.robustness_findings(tmp_path, P["04_robustness"])["rb-holm-words"]
+    assert words == ("but no kind can be significant after Holm's correction at 5 seeds (the "
+                     "family's smallest attainable adjusted p is 0.067 > 0.05; it would need 6 "
+                     "seeds): these rows describe")
+    old = CHAPTERS["04_robustness"](EXPECT)["rb-holm-words"]
+    assert old.startswith("significantly so after Holm's correction for ")

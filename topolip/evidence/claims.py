@@ -12,7 +12,9 @@ at ``alpha``; the claim's other comparisons are secondary, one Holm family per c
 comparison is *supported* or *contradicted* only when its p-value (the primary's own, a
 secondary's Holm-adjusted one) is below ``alpha``, with at least
 :data:`topolip.evidence.stats.MIN_SEEDS`
-seed pairs; otherwise it is *inconclusive* (or *not enough seeds*). Architectures are compared
+seed pairs; otherwise it is *inconclusive* (or *not enough seeds*; *noise floor* where the seed
+pairs were there but the noise floor dropped them; *description* for a family that cannot
+decide at the run's seed count). Architectures are compared
 by a paired t on the per-seed differences (:func:`topolip.evidence.stats.paired_t`), on the log
 scale
 for TopoLip (the effect is then a ratio), raw for accuracy drops and AUROCs; a TopoLip pair is
@@ -389,9 +391,12 @@ def _finish(rows: list[dict], claim: str, primary: Mapping[str, str], *, alpha: 
         detail = "; ".join(r["notes"]) + (
             "; primary: tested alone at alpha" if role == "primary"
             else f"; secondary: Holm over the claim's {len(secondary)} secondary comparisons")
+        verdict = stats.decide(t.effect, p_adj, t.n_pairs, alpha=alpha,
+                               claimed_sign=claimed_sign)
+        if verdict == "not enough seeds" and t.n_pairs + r["n_excluded"] >= stats.MIN_SEEDS:
+            verdict = "noise floor"     # the pairs were there; the floor dropped them
         out.append(Verdict(
-            claim, r["comparison"], stats.decide(t.effect, p_adj, t.n_pairs, alpha=alpha,
-                                                 claimed_sign=claimed_sign),
+            claim, r["comparison"], verdict,
             group=r["group"], measure=r["measure"], role=role, family=f"{claim}: {role}",
             scale=r["scale"], attention=r["attention"], convolution=r["convolution"],
             effect=t.effect, low=low, high=high, coverage=coverage,
@@ -732,7 +737,13 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
         for the readers of the older table), ``n`` (model × kind observations used),
         ``n_arch``, ``min_seeds`` (fewest models of an architecture), ``n_excluded`` (flagged
         observations left out), ``tau``, ``pvalue``, ``p_adjusted``, ``mc_se``,
-        ``n_permutations``, ``exact``, ``min_pvalue`` (the smallest p the test can give).
+        ``n_permutations``, ``exact``, ``min_pvalue`` (the smallest p the test can give),
+        ``seeds_present`` (fewest models of an architecture before the noise floor),
+        ``family_floor`` (the smallest p its family can reach: the row's own ``min_pvalue``
+        for the primary and the context, Holm's first step ``m · min_pvalue`` over the ``m``
+        secondaries, :func:`topolip.evidence.stats.holm_floor`; at or above ``alpha`` the
+        family can never decide) and ``seeds_needed`` (the fewest seeds at which it could,
+        :func:`topolip.evidence.stats.seeds_to_decide`; 0 for the context).
 
     Raises
     ------
@@ -776,6 +787,10 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
     archs = list(pd.unique(clusters))
     seeds_per_arch = s.dropna(subset=[measure]).groupby("arch")["seed"].nunique()
     min_seeds = int(seeds_per_arch.min()) if len(seeds_per_arch) else 0
+    # before the noise floor: fewer seeds there is a design's limit, fewer only after it the
+    # floor's (more seeds would not help)
+    present = s_within.dropna(subset=[measure]).groupby("arch")["seed"].nunique()
+    seeds_present = int(present.min()) if len(present) else 0
     rows = []
     for i, response in enumerate(responses):
         y = grid(response)
@@ -789,7 +804,7 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
         exact = bool(within["exact"].iloc[0])
         n_perm = int(within["n_permutations"].iloc[0])
         common = dict(response=response, partial=False, n_arch=len(archs),
-                      min_seeds=min_seeds, n_excluded=n_excluded,
+                      min_seeds=min_seeds, seeds_present=seeds_present, n_excluded=n_excluded,
                       n_permutations=n_perm, exact=exact)
         min_p = 1 / n_perm if exact and n_perm else 1 / (1 + n_perm) if n_perm else math.nan
         w = within.loc["all"]
@@ -826,9 +841,16 @@ def smoothness_table(summary: pd.DataFrame, *, measure: str = "end_to_end_scale_
     t["p_adjusted"] = t["pvalue"]
     sec = (t["role"] == "secondary").to_numpy()
     t.loc[sec, "p_adjusted"] = stats.holm(t.loc[sec, "pvalue"].to_numpy(dtype=float))
+    # can the family decide at all? Holm's first step at the smallest p the test can give
+    n_sec = int(sec.sum())
+    size = np.where(sec, max(n_sec, 1), 1)
+    t["family_floor"] = [stats.holm_floor(int(m), float(q)) if math.isfinite(q) else math.nan
+                         for m, q in zip(size, t["min_pvalue"], strict=True)]
+    t["seeds_needed"] = [stats.seeds_to_decide(int(m)) if r != "context" else 0
+                         for m, r in zip(size, t["role"], strict=True)]
     cols = ["group", "response", "level", "role", "partial", "n", "n_arch", "min_seeds",
-            "n_excluded", "tau", "pvalue", "p_adjusted", "mc_se", "n_permutations", "exact",
-            "min_pvalue"]
+            "seeds_present", "n_excluded", "tau", "pvalue", "p_adjusted", "mc_se",
+            "n_permutations", "exact", "min_pvalue", "family_floor", "seeds_needed"]
     return t[cols]
 
 
@@ -839,9 +861,12 @@ def smoothness_predicts_robustness(claim: Claim,
     are used as they are: one correction family in chapter 04 and here).
 
     τ > 0 with a deciding p below ``alpha`` supports, τ < 0 contradicts; every architecture
-    needs at least :data:`topolip.evidence.stats.MIN_SEEDS` seeds. The primary is the table's
-    primary
-    row (``claim.primary`` names it: ``comparison: within architecture``, ``group: pooled``).
+    needs at least :data:`topolip.evidence.stats.MIN_SEEDS` seeds (*noise floor* where the
+    seeds are there but their models were left out for the noise floor, *not enough seeds*
+    where they are not). A family whose smallest attainable p (``family_floor``) is at least
+    ``alpha`` cannot decide at the run's seed count: its rows are *description*, with the seeds
+    it would need in ``detail``. The primary is the table's primary row (``claim.primary``
+    names it: ``comparison: within architecture``, ``group: pooled``).
     """
     o = claim.options
     t = _tables(tables, o.get("table", "smoothness"))
@@ -852,8 +877,13 @@ def smoothness_predicts_robustness(claim: Claim,
     out = []
     for r in t.to_dict("records"):
         enough = int(r.get("min_seeds", 0)) >= stats.MIN_SEEDS
+        floor = float(r.get("family_floor", 0.0))
         if not enough:
-            decision = "not enough seeds"
+            # too few models left only after the noise floor: more seeds would not help
+            decision = ("noise floor" if int(r.get("seeds_present", 0)) >= stats.MIN_SEEDS
+                        else "not enough seeds")
+        elif r["role"] != "context" and math.isfinite(floor) and floor >= alpha:
+            decision = "description"
         elif r["role"] == "context":
             decision = "inconclusive"
         elif not (math.isfinite(r["p_adjusted"]) and r["p_adjusted"] < alpha) or r["tau"] == 0:
@@ -878,6 +908,10 @@ def smoothness_predicts_robustness(claim: Claim,
                             f"(MC se {r['mc_se']:.2g})")
                     + ("; primary: tested alone at alpha" if r["role"] == "primary"
                        else f"; secondary: Holm over {n_sec}"))
+        if decision == "description":
+            what += (f"; this family cannot decide at {int(r.get('min_seeds', 0))} seeds (its "
+                     f"smallest attainable p is {floor:.3g} ≥ alpha = {alpha:g}): it "
+                     f"describes; it would need {int(r['seeds_needed'])} seeds")
         if int(r.get("n_excluded", 0)):
             what += f"; {int(r['n_excluded'])} flagged observations (noise floor) left out"
         role = r["role"]
@@ -935,6 +969,9 @@ def evaluate(claims: list[Claim], tables: Mapping[str, pd.DataFrame]) -> pd.Data
 
 
 _DECISIVE = ("supported", "contradicted")
+#: Verdicts of rows that could not decide whatever the data: too few seeds, pairs the noise
+#: floor dropped, a family whose smallest attainable p is above alpha, a primary not measured.
+_CANNOT_DECIDE = ("not enough seeds", "noise floor", "description", "not measured")
 
 
 def families(verdicts: pd.DataFrame) -> pd.DataFrame:
@@ -1056,9 +1093,12 @@ def claim_findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
     Returns
     -------
     dict
-        ``n_families``, ``n_tests``, ``n_primary``, ``error_bound`` (``min(1, n_families ·
-        alpha)``: the book-wide chance of at least one false decisive verdict, by Bonferroni
-        over families), ``n_decisive``, ``n_supported``, ``n_contradicted``, ``counts``
+        ``n_families``, ``n_tests`` (rows that could decide: not those with too few seeds,
+        emptied by the noise floor, of a family that cannot decide, or not measured),
+        ``n_described`` (rows of families that cannot decide), ``n_primary``,
+        ``error_bound`` (``min(1, n_families · alpha)``: the book-wide chance of at least one
+        false decisive verdict, by Bonferroni over families), ``n_decisive``,
+        ``n_supported``, ``n_contradicted``, ``counts``
         (``{claim: "k supported, ..."}``, tested rows only), ``primary`` (``{claim: sentence}``),
         ``primary_rows`` (``{claim: "comparison, group"}``), ``decisive`` (sentences, primaries
         first), ``near`` (``"comparison, group (claim): p"`` strings), ``n_near``, ``ladder``
@@ -1110,7 +1150,8 @@ def claim_findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
         "records")]
     p = tested["p_adjusted"].astype(float)
     close = tested[(p >= near[0] * alpha) & (p < near[1] * alpha)
-                   & (tested["verdict"] != "not enough seeds")]
+                   & ~tested["verdict"].isin(["not enough seeds", "noise floor",
+                                              "description"])]
     near_list = [f"{r['comparison']}, {label(r['group'])} ({r['claim']}): "
                  f"p = {r['p_adjusted']:.2g} ({r['verdict']})" for r in close.to_dict("records")]
     ladder = sorted({f for f in verdicts["flag"].fillna("").astype(str)
@@ -1127,10 +1168,20 @@ def claim_findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
              f"in the whole book is at most {bound:.2g} (Bonferroni over families)."]
     n_sup = int((decisive["verdict"] == "supported").sum())
     n_con = int((decisive["verdict"] == "contradicted").sum())
-    shows.append(f"Of the {len(tested)} tests, {len(decisive)} "
+    # a test is a row that could decide: not the rows with too few seeds, those the noise floor
+    # emptied, nor the rows of a family that cannot decide at this seed count
+    able = tested[~tested["verdict"].isin(_CANNOT_DECIDE)]
+    described = tested[tested["verdict"] == "description"]
+    shows.append(f"Of the {len(able)} tests, {len(decisive)} "
                  f"{'is' if len(decisive) == 1 else 'are'} decisive: {n_sup} "
                  f"support{'s' if n_sup == 1 else ''} a claim and {n_con} "
                  f"contradict{'s' if n_con == 1 else ''} one.")
+    for fam_name, g in described.groupby("family", sort=False):
+        need = g["detail"].astype(str).str.extract(r"would need (\d+) seeds")[0].dropna()
+        shows.append(f"The {len(g)} rows of *{fam_name}* describe and decide nothing: at "
+                     "this seed count no p-value of that family can fall below α after "
+                     "Holm's correction" + (f" (it would need {need.iloc[0]} seeds)"
+                                            if len(need) else "") + ".")
     if sentences:
         shows.append("Decisive findings (primaries first):\n\n"
                      + "\n".join(f"- {x}" for x in sentences))
@@ -1141,7 +1192,7 @@ def claim_findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
         shows.append(f"Near the threshold ({near[0]:g}·α to {near[1]:g}·α; a seed or a "
                      "Monte-Carlo draw could move these):\n\n"
                      + "\n".join(f"- {x}" for x in near_list))
-    return {"n_families": n_fam, "n_tests": len(tested),
+    return {"n_families": n_fam, "n_tests": len(able), "n_described": len(described),
             "n_primary": int((tested["role"] == "primary").sum()), "error_bound": bound,
             "n_decisive": len(decisive),
             "n_supported": int((decisive["verdict"] == "supported").sum()),

@@ -66,9 +66,9 @@ from scipy import stats as _st
 
 __all__ = [
     "MIN_SEEDS", "PairedTest", "PermutationResult", "adjusted_coverage", "decide",
-    "granulated_tau", "holm", "kendall_tau", "kendall_with_interval",
+    "granulated_tau", "holm", "holm_floor", "kendall_tau", "kendall_with_interval",
     "minimum_detectable_effect", "paired_power", "paired_t", "partial_kendall",
-    "permutation_kendall", "t_interval",
+    "permutation_kendall", "seeds_to_decide", "t_interval",
     "within_permutation_kendall",
 ]
 
@@ -221,6 +221,55 @@ def holm(pvalues: Sequence[float]) -> np.ndarray:
     adjusted = np.maximum.accumulate((m - np.arange(m)) * p[order])
     out[order] = np.minimum(adjusted, 1.0)
     return out
+
+
+def holm_floor(m: int, min_pvalue: float) -> float:
+    """The smallest Holm-adjusted p-value a family of ``m`` tests can reach when no test's
+    p-value can go below ``min_pvalue``: Holm's first step, ``min(1, m · min_pvalue)``
+    (Holm 1979). A family whose floor is at least ``alpha`` can never reject: it describes.
+
+    Raises
+    ------
+    ValueError
+        If ``m < 1`` or ``min_pvalue`` is not in [0, 1].
+
+    Examples
+    --------
+    The association's 8 secondaries at 5 seeds (exact p over 5! relabellings, >= 1/120):
+
+    >>> round(holm_floor(8, 1 / 120), 4)
+    0.0667
+    """
+    if not (isinstance(m, (int, np.integer)) and m >= 1):
+        raise ValueError(f"m must be a positive int, got {m!r}")
+    if not 0 <= min_pvalue <= 1:
+        raise ValueError(f"min_pvalue must be in [0, 1], got {min_pvalue!r}")
+    return min(1.0, m * float(min_pvalue))
+
+
+def seeds_to_decide(m: int, *, alpha: float = 0.05, max_seeds: int = 20) -> int:
+    """The fewest seeds at which a Holm family of ``m`` seed-relabelling tests can reject:
+    the smallest ``n`` with ``m / n! < alpha`` (an exact test over the ``n!`` relabellings of
+    whole seeds cannot give p below ``1/n!``; :func:`holm_floor`).
+
+    Raises
+    ------
+    ValueError
+        If ``m < 1``, ``alpha`` not in (0, 1), or no ``n <= max_seeds`` suffices.
+
+    Examples
+    --------
+    >>> seeds_to_decide(8), seeds_to_decide(1), seeds_to_decide(95)
+    (6, 4, 7)
+    """
+    if not (isinstance(m, (int, np.integer)) and m >= 1):
+        raise ValueError(f"m must be a positive int, got {m!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    for n in range(1, max_seeds + 1):
+        if m / math.factorial(n) < alpha:
+            return n
+    raise ValueError(f"no seed count up to {max_seeds} lets {m} tests reject at {alpha}")
 
 
 def adjusted_coverage(pvalue: float, p_adjusted: float, *, alpha: float = 0.05) -> float:

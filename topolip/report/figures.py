@@ -1200,7 +1200,7 @@ def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) ->
         raise ValueError("no architecture comparison to draw")
     claims = list(dict.fromkeys(v["claim"]))
     colors = {"supported": "#009E73", "contradicted": "#CC79A7", "inconclusive": "0.55",
-              "not enough seeds": "0.75"}
+              "not enough seeds": "0.75", "noise floor": "0.85"}
     heights = [len(v[v["claim"] == c]) for c in claims]
     fig, axes = plt.subplots(len(claims), 1, figsize=(FIG_WIDTH, 0.22 * sum(heights)
                                                       + 0.9 * len(claims) + 0.6),

@@ -357,7 +357,9 @@ def robustness_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, 
         (within architectures): ``rb-n-kinds``, ``rb-n-archs``, ``rb-n-excluded``,
         ``rb-pooled-tau``, ``rb-pooled-p``, ``rb-n-permutations``, ``rb-exact``,
         ``rb-tau-range``, ``rb-n-positive``, ``rb-n-significant``,
-        ``rb-n-negative-significant``; over architecture means ``rb-between-tau``,
+        ``rb-n-negative-significant``, ``rb-holm-words`` (those counts in words, or, when
+        the per-kind family cannot decide at the run's seed count, that it describes and the
+        seeds it would need); over architecture means ``rb-between-tau``,
         ``rb-between-p``, ``rb-between-min-p``; ``rb-agree``, ``rb-n-seeds``.
     """
     from topolip.evidence.claims import most_robust_vs_smoothest
@@ -432,6 +434,20 @@ def robustness_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, 
                                            & (per_kind["tau"] > 0)).sum()), "{}")
     f["rb-n-negative-significant"] = glue_text(int(((per_kind["p_adjusted"] < 0.05)
                                                     & (per_kind["tau"] < 0)).sum()), "{}")
+    # a family that cannot decide at this seed count is described, its decisions not counted
+    floor = per_kind["family_floor"] if "family_floor" in per_kind else pd.Series(dtype=float)
+    if len(floor) and float(floor.min()) >= 0.05:
+        need = int(per_kind["seeds_needed"].max())
+        words = (f"but no kind can be significant after Holm's correction at "
+                 f"{len(seeds)} seeds (the family's smallest attainable adjusted p is "
+                 f"{float(floor.min()):.3f} > 0.05; it would need {need} seeds): these rows "
+                 "describe")
+    else:
+        pos = int(((per_kind["p_adjusted"] < 0.05) & (per_kind["tau"] > 0)).sum())
+        neg = int(((per_kind["p_adjusted"] < 0.05) & (per_kind["tau"] < 0)).sum())
+        words = (f"significantly so after Holm's correction for {pos} (significantly "
+                 f"negative: {neg})")
+    f["rb-holm-words"] = glue_text(words, "{}")
     f["rb-between-tau"] = glue_text(float(between["tau"].iloc[0]) if len(between) else nan,
                                     "{:+.2f}")
     f["rb-between-p"] = glue_text(float(between["pvalue"].iloc[0]) if len(between) else nan,
