@@ -328,7 +328,7 @@ def schema_for(table: str | Path | TableSchema) -> TableSchema:
     Examples
     --------
     >>> schema_for("results/quick/tables/models.csv").required[:3]
-    ('arch', 'seed', 'test_accuracy')
+    ('arch', 'seed', 'train_accuracy')
     """
     if isinstance(table, TableSchema):
         return table
