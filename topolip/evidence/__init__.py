@@ -119,7 +119,6 @@ __all__ = [
     "masking_summary",
     "measure_population",
     "measure_study",
-    "seed_centred",
     "minimum_detectable_effect",
     "most_robust_vs_smoothest",
     "paired_power",
