@@ -269,9 +269,9 @@ SCHEMAS: dict[str, TableSchema] = {t.name: t for t in (
     _table("masking", "04_robustness", "arch:str seed:int check:str passed:bool value:float "
            "detail:str"),
     _table("smoothness", "04_robustness", "group:str response:str level:str role:str "
-           "partial:bool n:int n_arch:int min_seeds:int n_excluded:int tau:float "
-           "pvalue:float p_adjusted:float mc_se:float n_permutations:int exact:bool "
-           "min_pvalue:float"),
+           "partial:bool n:int n_arch:int min_seeds:int seeds_present:int n_excluded:int "
+           "tau:float pvalue:float p_adjusted:float mc_se:float n_permutations:int exact:bool "
+           "min_pvalue:float family_floor:float seeds_needed:int"),
     _table("bounds", "05_bounds_vs_measured", "arch:str seed:int perturbation:str layer:str "
            "depth:int segment:str n_tokens:float input_radius:float bound:float "
            "estimate:float ratio:float chained_bound:float margin:float eps:float "
