@@ -272,3 +272,264 @@ def test_ood_table_draws_by_set_without_strength(tiny_resnet, mnist_600):
     fig = plot_topolip_by_layer(t, row="ood_set")
     assert fig.axes[0].get_title() == "digits: raw"
     plt.close(fig)
+
+
+# --- readable, honest figures (labels, clipped bands, flagged points, integer ticks) -------------
+
+def _plain(text: str) -> str:
+    """``text`` without its mathtext (``$_L$`` subscripts are markup, not identifiers)."""
+    import re
+
+    return re.sub(r"\$[^$]*\$", "", text)
+
+
+def _all_texts(fig) -> list[str]:
+    """Every non-empty text of ``fig``: titles (all three places), labels, ticks, legends,
+    annotations."""
+    out = [t.get_text() for t in fig.texts]
+    for ax in fig.axes:
+        out += [ax.get_title(loc=loc) for loc in ("left", "center", "right")]
+        out += [ax.get_xlabel(), ax.get_ylabel()]
+        out += [t.get_text() for t in (*ax.get_xticklabels(), *ax.get_yticklabels(), *ax.texts)]
+        if ax.get_legend() is not None:
+            out += [t.get_text() for t in ax.get_legend().get_texts()]
+    for leg in fig.legends:
+        out += [t.get_text() for t in leg.get_texts()]
+    return [t for t in out if t.strip()]
+
+
+def _verdict_table():
+    rows = [("attention-smoother", "vit vs resnet", "gaussian_noise", "end_to_end_scale_free",
+             "primary", "log", 0.9, 0.5, 1.4, "contradicted"),
+            ("attention-smoother", "vit vs resnet", "fgsm", "end_to_end_scale_free",
+             "secondary", "log", -0.3, -0.6, 0.1, "inconclusive"),
+            ("attention-smoother", "vit vs resnet", "gaussian_noise", "end_to_end",
+             "secondary", "log", 2.4, 1.6, 3.3, "contradicted"),
+            ("attention-more-robust", "vit vs resnet", "autoattack", "accuracy_drop",
+             "primary", "raw", 0.7, 0.1, 1.37, "contradicted"),
+            ("attention-more-robust", "attention_stack vs conv_stack", "pgd", "accuracy_drop",
+             "secondary", "raw", 0.05, -0.08, 0.18, "inconclusive"),
+            ("attention-helps-only-weak", "vit vs resnet", "fgsm vs autoattack",
+             "accuracy_drop", "primary", "raw", -0.06, -0.3, 0.18, "inconclusive"),
+            ("attention-ood-robust", "vit vs resnet", "photo_patches", "auroc", "primary",
+             "raw", 0.53, 0.1, 0.96, "supported"),
+            ("smoothness-robustness", "Kendall τ within architecture, accuracy_drop", "pooled",
+             "end_to_end_scale_free", "primary", "raw", 0.08, np.nan, np.nan, "inconclusive")]
+    return pd.DataFrame(rows, columns=["claim", "comparison", "group", "measure", "role",
+                                       "scale", "effect", "low", "high", "verdict"])
+
+
+def test_verdict_panels_read_as_words_and_tell_their_rows_apart():
+    fig = figures.plot_verdicts(_verdict_table())
+    try:
+        titles = [ax.get_title(loc="left") for ax in fig.axes]
+        assert titles == ["Attention is smoother (end-to-end TopoLip)",
+                          "Attention is more robust (accuracy drop)",
+                          "Attention helps only against weak attacks",
+                          "Attention separates out-of-distribution data better (AUROC)"]
+        for ax in fig.axes:
+            labels = [t.get_text() for t in ax.get_yticklabels()]
+            assert len(set(labels)) == len(labels), labels  # no two rows read the same
+        first = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+        assert "ViT vs ResNet, Gaussian noise (scale-free)" in first
+        assert "ViT vs ResNet, Gaussian noise (raw)" in first
+        # the primary row, and only it, is bold in each panel
+        for ax in fig.axes:
+            bold = [t.get_text() for t in ax.get_yticklabels() if t.get_fontweight() == "bold"]
+            assert len(bold) == 1, bold
+        assert [t.get_text() for t in fig.axes[0].get_yticklabels()
+                if t.get_fontweight() == "bold"] == ["ViT vs ResNet, Gaussian noise (scale-free)"]
+        texts = _all_texts(fig)
+        assert not any("autoattack" in t.lower() for t in texts), texts
+        assert "ViT vs ResNet, FGSM vs APGD-CE+T" in [
+            t.get_text() for t in fig.axes[2].get_yticklabels()]
+        assert not any("_" in _plain(t) for t in texts), [t for t in texts if "_" in t]
+        # each panel says which side favours attention: lower (left) but for AUROC (right)
+        cues = [[t.get_text() for t in ax.texts] for ax in fig.axes]
+        assert cues[0] == ["← favours attention"] and cues[1] == ["← favours attention"]
+        assert cues[3] == ["favours attention →"]
+        assert cues[2][0].startswith("←")
+    finally:
+        plt.close(fig)
+
+
+def test_verdict_intervals_of_fractions_stay_within_what_a_difference_can_take():
+    fig = figures.plot_verdicts(_verdict_table())
+    try:
+        ax = fig.axes[1]  # accuracy drop: one interval reaches 1.37 in the table
+        xs = np.concatenate([seg[:, 0] for c in ax.collections
+                             for seg in getattr(c, "get_segments", list)()])
+        assert xs.max() <= 1.0 + 1e-12 and xs.max() > 0.9
+        assert any(line.get_marker() == ">" for line in ax.get_lines())  # the clipped end
+    finally:
+        plt.close(fig)
+
+
+def _curves(square_strengths=(0.0, 0.05)):
+    rows = []
+    for arch in ("vit", "resnet"):
+        for seed in range(3):
+            for kind, strengths in (("fgsm", (0.0, 0.05, 0.1)), ("autoattack", (0.0, 0.05)),
+                                    ("square", square_strengths)):
+                for s in strengths:
+                    # accuracies near 1 with a large spread: mean + sd lies above 1
+                    acc = min(1.0, 0.99 - s * (5 + 3 * seed) + (0.0 if seed else -0.3))
+                    rows.append({"arch": arch, "seed": seed, "perturbation": kind,
+                                 "strength": s, "unit": "eps", "accuracy": max(acc, 0.0)})
+    return pd.DataFrame(rows)
+
+
+def test_accuracy_bands_stay_in_the_unit_interval():
+    t = _curves()
+    spread = t.groupby(["perturbation", "arch", "strength"])["accuracy"].agg(["mean", "std"])
+    assert ((spread["mean"] + spread["std"]) > 1).any()  # the data would push a band above 1
+    fig = plot_accuracy_curves(t)
+    try:
+        for ax in fig.axes:
+            if not ax.get_visible():
+                continue
+            ys = [p.vertices[:, 1] for c in ax.collections
+                  if isinstance(c, matplotlib.collections.PolyCollection)
+                  for p in c.get_paths()]
+            ys += [np.asarray(line.get_ydata(), float) for line in ax.get_lines()]
+            ys += [seg[:, 1] for c in ax.collections
+                   if isinstance(c, matplotlib.collections.LineCollection)
+                   for seg in c.get_segments()]
+            ys = np.concatenate([y for y in ys if len(y)])
+            assert ys.max() <= 1.0 + 1e-12 and ys.min() >= -1e-12, ax.get_title()
+            assert ax.get_ylim()[0] <= 0.0 and ax.get_ylim()[1] >= 1.0
+    finally:
+        plt.close(fig)
+
+
+def test_a_kind_at_one_strength_is_drawn_as_points_and_apgd_is_named():
+    fig = plot_accuracy_curves(_curves())
+    try:
+        titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+        assert titles == ["FGSM", "APGD-CE + APGD-T", "Square (black box)"]
+        square = fig.axes[2]
+        data = [line for line in square.get_lines() if len(line.get_xdata()) >= 2]
+        assert data, "no marks drawn for Square"
+        for line in data:
+            assert line.get_linestyle() in ("None", "none", " ", ""), "Square joined by a line"
+            assert line.get_marker() not in (None, "None", "none", "")
+        assert any(isinstance(c, matplotlib.collections.LineCollection)
+                   for c in square.collections)  # whiskers (three seeds)
+        # FGSM at two nonzero strengths stays a line
+        assert any(line.get_linestyle() not in ("None", "none", " ", "")
+                   and len(line.get_xdata()) >= 3 for line in fig.axes[0].get_lines())
+    finally:
+        plt.close(fig)
+
+
+def test_models_within_the_noise_floor_are_hollow_and_counted():
+    t = pd.DataFrame({"arch": ["vit", "vit", "vit", "resnet", "resnet", "resnet"],
+                      "perturbation": ["fgsm"] * 6,
+                      "end_to_end_scale_free": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+                      "accuracy_drop": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
+                      "end_to_end_flag": ["input displacement within the noise floor", "", "",
+                                          np.nan, "input displacement within the noise floor",
+                                          ""]})
+    fig = plot_topolip_vs_accuracy(t)
+    try:
+        ax = fig.axes[0]
+        hollow = [c for c in ax.collections if len(c.get_offsets())
+                  and np.allclose(c.get_facecolors()[:, 3], 0)]
+        assert sum(len(c.get_offsets()) for c in hollow) == 2
+        filled = sum(len(c.get_offsets()) for c in ax.collections) - 2
+        assert filled == 4
+        legend = [x.get_text() for x in fig.legends[0].get_texts()]
+        assert "left out of the test (noise floor): 2 of 6" in legend
+        assert ax.get_title().endswith("(n = 4)")
+    finally:
+        plt.close(fig)
+    fig = plot_topolip_vs_accuracy(t.drop(columns="end_to_end_flag"))
+    try:
+        assert fig.axes[0].get_title().endswith("(n = 6)")
+        assert not any("noise floor" in x.get_text() for x in fig.legends[0].get_texts())
+    finally:
+        plt.close(fig)
+
+
+def _integer_ticks(fig, ax) -> list[float]:
+    fig.canvas.draw()
+    lo, hi = sorted(ax.get_xlim())
+    return [v for v in ax.get_xticks() if lo <= v <= hi]
+
+
+def test_depth_axes_have_integer_ticks_only():
+    t = _layer_table()
+    t = t[t["depth"] <= 2]  # two probes: matplotlib would tick 1, 1.25, 1.5, ...
+    noise = t.assign(delta_scale_free=1.0, noise_floor_scale_free=0.5)
+    for fig in (plot_topolip_by_layer(t), figures.plot_noise_floor(noise)):
+        try:
+            for ax in fig.axes:
+                if ax.get_visible():
+                    ticks = _integer_ticks(fig, ax)
+                    assert ticks and all(float(v).is_integer() for v in ticks), ticks
+        finally:
+            plt.close(fig)
+
+
+def test_training_curves_have_one_legend_naming_every_line():
+    h = pd.DataFrame({"arch": ["vit"] * 2 + ["resnet"] * 2, "seed": [0] * 4,
+                      "epoch": [1, 2] * 2, "loss": [2.0, 1.0, 2.2, 1.5],
+                      "train_accuracy": [0.90, 0.92, 0.91, 0.93]})
+    fig = figures.plot_training_curves(h)
+    try:
+        assert len(fig.legends) == 1
+        assert all(ax.get_legend() is None for ax in fig.axes)
+        assert sorted(t.get_text() for t in fig.legends[0].get_texts()) == ["ResNet", "ViT"]
+        # every drawn line's colour is one the legend names
+        legend_colors = {mcolors.to_hex(hd.get_color()) for hd in fig.legends[0].legend_handles}
+        for ax in fig.axes:
+            for line in ax.get_lines():
+                if len(line.get_xdata()):
+                    assert mcolors.to_hex(line.get_color()) in legend_colors
+        lo, hi = fig.axes[1].get_ylim()  # accuracy axis anchored: a 2-point wiggle stays small
+        assert lo <= 0.0 and hi >= 1.0
+    finally:
+        plt.close(fig)
+
+
+def test_no_figure_prints_a_raw_identifier():
+    sweep = pd.DataFrame({"arch": ["vit"] * 3, "parameter": ["num_layers"] * 3,
+                          "value": ["1", "2", "4"], "value_numeric": [1.0, 2.0, 4.0],
+                          "seed": [0] * 3, "test_accuracy": [0.95, 0.96, 0.95],
+                          "end_to_end": [1.1, 1.2, 1.3], "end_to_end_scale_free": [0.9, 1, 1.1],
+                          "parameters": [1000, 2000, 4000], "accuracy_drop": [0.3, 0.31, 0.3]})
+    summary = pd.DataFrame({"arch": ["vit", "resnet", "vit"], "perturbation": ["fgsm"] * 3,
+                            "end_to_end": [1.0, 2, 3], "accuracy_drop": [0.1, 0.2, 0.3]})
+    for fig in (plot_sweep(sweep, "vit", measures=("end_to_end", "end_to_end_scale_free")),
+                figures.plot_size_sweep(sweep),
+                plot_topolip_vs_accuracy(summary, measure="end_to_end"),
+                figures.plot_verdicts(_verdict_table())):
+        try:
+            texts = _all_texts(fig)
+            bad = [t for t in texts if "_" in _plain(t)]
+            assert not bad, bad
+        finally:
+            plt.close(fig)
+    fig = plot_sweep(sweep, "vit", measures=("end_to_end", "end_to_end_scale_free"))
+    try:
+        assert fig.axes[0].get_ylabel() == "end-to-end raw TopoLip"
+        assert fig.axes[1].get_ylabel() == "end-to-end scale-free TopoLip"
+        lo, hi = fig.axes[2].get_ylim()  # 0.95, 0.96, 0.95: not drawn as a V across the panel
+        assert hi - lo >= figures.MIN_FRACTION_SPAN - 1e-12 and -0.02 <= lo and hi <= 1.02
+    finally:
+        plt.close(fig)
+
+
+def test_ood_whiskers_stay_in_the_unit_interval():
+    t = pd.DataFrame({"arch": ["vit"] * 4, "seed": [0, 1, 0, 1],
+                      "dataset": ["in_distribution"] * 2 + ["digits"] * 2,
+                      "mean_confidence": [0.99, 0.6, 0.99, 0.2],
+                      "auroc": [np.nan, np.nan, 0.99, 0.5]})
+    fig = plot_ood_behaviour(t)
+    try:
+        for ax in fig.axes:
+            ys = np.concatenate([np.asarray(line.get_ydata(), float)
+                                 for line in ax.get_lines()])
+            assert np.nanmax(ys) <= 1.0 + 1e-12
+    finally:
+        plt.close(fig)

@@ -17,8 +17,10 @@ import functools
 import math
 import textwrap
 
+import matplotlib.collections as mcollections
 import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
+import matplotlib.transforms as mtransforms
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -97,6 +99,108 @@ def _arch_lines(values) -> dict:
 def _band(table: pd.DataFrame) -> str | None:
     """Standard-deviation bands only where there are at least two seeds to spread."""
     return "sd" if "seed" in table and table["seed"].nunique() >= 2 else None
+
+
+#: Human names of the measure columns of the tables (:func:`_measure_label`).
+_MEASURE_LABELS = {
+    "end_to_end": "end-to-end raw TopoLip",
+    "end_to_end_scale_free": "end-to-end scale-free TopoLip",
+    "geometric_mean": "geometric-mean raw TopoLip",
+    "geometric_mean_scale_free": "geometric-mean scale-free TopoLip",
+    "max": "max-layer raw TopoLip",
+    "max_scale_free": "max-layer scale-free TopoLip",
+    "accuracy_drop": "accuracy drop",
+    "relative_drop": "relative accuracy drop",
+    "auroc": "AUROC",
+    "accuracy": "accuracy",
+    "test_accuracy": "test accuracy",
+    "train_accuracy": "training accuracy",
+}
+
+#: The short name of a measure that tells two rows of one comparison apart (raw or scale-free).
+_MEASURE_SHORT = {"end_to_end": "raw", "end_to_end_scale_free": "scale-free",
+                  "geometric_mean": "raw", "geometric_mean_scale_free": "scale-free",
+                  "max": "raw", "max_scale_free": "scale-free"}
+
+#: Titles of the claims of ``data/claims.yml`` in the verdict figure (others: :func:`_claim_title`).
+_CLAIM_TITLES = {
+    "attention-smoother": "Attention is smoother (end-to-end TopoLip)",
+    "attention-more-robust": "Attention is more robust (accuracy drop)",
+    "attention-helps-only-weak": "Attention helps only against weak attacks",
+    "attention-smoother-ood": "Attention is smoother out of distribution (TopoLip)",
+    "attention-ood-robust": "Attention separates out-of-distribution data better (AUROC)",
+    "smoothness-robustness": "Smoothness goes with robustness",
+    "envelope": "The certified envelope holds",
+}
+
+#: Short names of perturbation kinds inside a contrast of two kinds ("FGSM vs APGD-CE+T").
+_KIND_SHORT = {"autoattack": "APGD-CE+T"}
+
+#: Measures whose values are fractions in [0, 1] (accuracies, AUROC, accuracy drops); the
+#: difference of two lies in [-1, 1] (:func:`plot_verdicts` clips its intervals there).
+_FRACTIONS = frozenset({"accuracy", "test_accuracy", "train_accuracy", "val_accuracy",
+                        "accuracy_clean", "accuracy_perturbed", "accuracy_drop", "auroc",
+                        "mean_confidence"})
+
+#: Smallest span of an axis of fractions (:func:`_anchor_fractions`), so that a wiggle of a point
+#: or two of accuracy does not look like a V.
+MIN_FRACTION_SPAN = 0.2
+
+
+def _measure_label(measure: str) -> str:
+    """Human name of a measure column (``"end_to_end_scale_free"`` -> ``"end-to-end scale-free
+    TopoLip"``); any other column as :func:`_name` writes it (underscores as spaces)."""
+    return _MEASURE_LABELS.get(measure, _name(measure))
+
+
+def _claim_title(claim: str) -> str:
+    """Readable title of a claim id: :data:`_CLAIM_TITLES`, else the id with hyphens as spaces,
+    capitalised, ``ood`` as ``OOD`` (``"new-ood-claim"`` -> ``"New OOD claim"``)."""
+    if claim in _CLAIM_TITLES:
+        return _CLAIM_TITLES[claim]
+    words = ["OOD" if w.lower() == "ood" else w for w in str(claim).replace("_", "-").split("-")]
+    text = " ".join(w for w in words if w)
+    return text[:1].upper() + text[1:]
+
+
+def _group_label(group: str) -> str:
+    """A verdict's group for reading: a kind or set by its human name, a contrast of two kinds
+    ``"fgsm vs autoattack"`` as ``"FGSM vs APGD-CE+T"``."""
+    parts = str(group).split(" vs ")
+    if len(parts) == 1:
+        return _name(group)
+    return " vs ".join(_KIND_SHORT.get(p, _name(p)) for p in parts)
+
+
+def _clip_fractions(ax: plt.Axes, lo: float = 0.0, hi: float = 1.0) -> None:
+    """Clip every line and band (filled polygon) of ``ax`` to ``lo <= y <= hi``: a mean ± sd
+    band or whisker of a fraction never shows values the fraction cannot take."""
+    for line in ax.get_lines():
+        y = np.asarray(line.get_ydata(), dtype=float)
+        if y.size:
+            line.set_ydata(np.clip(y, lo, hi))
+    for coll in ax.collections:
+        if isinstance(coll, mcollections.PolyCollection):
+            for path in coll.get_paths():
+                path.vertices[:, 1] = np.clip(path.vertices[:, 1], lo, hi)
+
+
+def _anchor_fractions(ax: plt.Axes, lo: float = 0.0, hi: float = 1.0, *,
+                      span: float = MIN_FRACTION_SPAN) -> None:
+    """Give a y axis of fractions (values in [``lo``, ``hi``]) a view inside
+    [``lo`` − 2 %, ``hi`` + 2 %] of at least ``span``, widened around the data's middle, so a
+    difference of a point or two of accuracy reads as small. Call it once all data are drawn."""
+    pad = 0.02 * (hi - lo)
+    a, b = ax.get_ylim()
+    a, b = max(a, lo - pad), min(b, hi + pad)
+    if b - a < span:
+        mid = 0.5 * (a + b)
+        a, b = mid - span / 2, mid + span / 2
+        if a < lo - pad:
+            a, b = lo - pad, lo - pad + span
+        if b > hi + pad:
+            a, b = hi + pad - span, hi + pad
+    ax.set_ylim(a, b)
 
 
 @_styled
@@ -286,6 +390,8 @@ def plot_training_curves(history: pd.DataFrame, *, profile_note: str | None = No
     Returns
     -------
     matplotlib.figure.Figure
+        Left: loss; right: training accuracy on an axis from 0 to 1 (bands clipped to
+        [0, 1]); integer epochs; one legend above the panels names every line.
 
     Raises
     ------
@@ -313,7 +419,8 @@ def plot_training_curves(history: pd.DataFrame, *, profile_note: str | None = No
                      legend=(col == "loss"))
         ax.set(xlabel="epoch", ylabel=label)
         ax.xaxis.set_major_locator(mticker.MaxNLocator(integer=True))
-    axes[0, 1].set_ylim(top=1.0)
+    _clip_fractions(axes[0, 1])
+    axes[0, 1].set_ylim(0.0, 1.02)
     _figure_legend(fig, axes[0, 0])
     _note(fig, profile_note)
     _label_log_axes(fig)
@@ -414,7 +521,10 @@ def plot_accuracy_curves(curves: pd.DataFrame, *, hue: str = "arch", ncols: int 
     -------
     matplotlib.figure.Figure
         x: ε in pixel units of [0, 1] images (attacks) or severity 0..5 (corruptions);
-        y: accuracy in [0, 1].
+        y: accuracy, the axis from 0 to 1; bands (and whiskers) clipped to [0, 1]. A kind
+        measured at one nonzero strength only (the Square attack) is drawn as points with
+        one-standard-deviation whiskers, no line (two points do not make a curve); panels are
+        titled by the kinds' human names (``autoattack``: "APGD-CE + APGD-T").
 
     Raises
     ------
@@ -441,9 +551,14 @@ def plot_accuracy_curves(curves: pd.DataFrame, *, hue: str = "arch", ncols: int 
     order = _order(curves[hue])
     for ax, kind in zip(axes.flat, kinds, strict=False):
         part = curves[curves["perturbation"] == kind]
-        sns.lineplot(data=part, x="strength", y="accuracy", hue=hue, hue_order=order,
-                     palette=palette, style=hue, style_order=order, **_arch_lines(part[hue]),
-                     errorbar=_band(part), ax=ax, legend=(ax is axes.flat[0]))
+        if part.loc[part["strength"] > 0, "strength"].nunique() <= 1:
+            _accuracy_points(ax, part, hue, order, palette, legend=(ax is axes.flat[0]))
+        else:
+            sns.lineplot(data=part, x="strength", y="accuracy", hue=hue, hue_order=order,
+                         palette=palette, style=hue, style_order=order,
+                         **_arch_lines(part[hue]), errorbar=_band(part), ax=ax,
+                         legend=(ax is axes.flat[0]))
+        _clip_fractions(ax)
         unit = part["unit"].iloc[0]
         ax.set_xlabel("ε (L∞, pixels of [0, 1])" if unit == "eps" else "severity")
         ax.set_ylabel("accuracy")
@@ -458,9 +573,35 @@ def plot_accuracy_curves(curves: pd.DataFrame, *, hue: str = "arch", ncols: int 
     return fig
 
 
+def _accuracy_points(ax: plt.Axes, part: pd.DataFrame, hue: str, order: list, palette: dict,
+                     *, legend: bool) -> None:
+    """Mean accuracy per ``hue`` value and strength as markers with one-standard-deviation
+    whiskers clipped to [0, 1] (two seeds or more), no line; values of ``hue`` are dodged
+    sideways by 2 % of the largest strength so their whiskers do not hide each other."""
+    stats = (part.groupby([hue, "strength"], sort=False)["accuracy"]
+             .agg(["mean", "std", "count"]).reset_index())
+    spread = float(part["strength"].max()) or 1.0
+    markers = _arch_lines(part[hue])["markers"]
+    for i, h in enumerate(order):
+        d = stats[stats[hue] == h].sort_values("strength")
+        if d.empty:
+            continue
+        mean = d["mean"].to_numpy(float)
+        sd = np.where(d["count"] >= 2, d["std"].fillna(0.0), 0.0)
+        err = np.vstack([mean - np.clip(mean - sd, 0, 1), np.clip(mean + sd, 0, 1) - mean])
+        x = d["strength"].to_numpy(float) + 0.02 * spread * (i - (len(order) - 1) / 2)
+        ax.errorbar(x, mean, yerr=err, ls="none", capsize=2, ms=5, color=palette[h],
+                    marker=markers[h] if isinstance(markers, dict) else "o", label=h)
+    ax.set_xticks(sorted(part["strength"].unique()))
+    ax.xaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
+    if legend:
+        ax.legend()
+
+
 @_styled
 def plot_topolip_vs_accuracy(table: pd.DataFrame, *, measure: str = "end_to_end_scale_free",
                              y: str = "accuracy_drop", hue: str = "arch", ncols: int = 4,
+                             flag: str | None = "end_to_end_flag",
                              profile_note: str | None = None) -> plt.Figure:
     """Model TopoLip against the accuracy a perturbation costs, one panel per perturbation kind.
 
@@ -481,12 +622,21 @@ def plot_topolip_vs_accuracy(table: pd.DataFrame, *, measure: str = "end_to_end_
         The column that colours the points.
     ncols : int, default=4
         Panels per row.
+    flag : str or None, default="end_to_end_flag"
+        The noise-floor flag column (``topolip.evidence.claims.FLAG_COLUMN``): a model whose
+        value is a non-empty text has its input displacement within the noise floor and is
+        left out of the ranking (as in :func:`topolip.evidence.measures.measure_study`). Ignored
+        when None or when the table lacks it.
     profile_note : str, optional
         The profile the data came from, written under the panels.
 
     Returns
     -------
     matplotlib.figure.Figure
+        One panel per kind: each model's point in its architecture's colour; a flagged model
+        hollow and grey, counted in the legend ("left out of the test (noise floor): k of n")
+        and left out of the panel's τ and its n. y: the robustness column, an axis spanning
+        at least :data:`MIN_FRACTION_SPAN` within [-1, 1] for a fraction.
 
     Raises
     ------
@@ -512,14 +662,25 @@ def plot_topolip_vs_accuracy(table: pd.DataFrame, *, measure: str = "end_to_end_
                              sharey=True)
     palette = _palette(table[hue])
     order = _order(table[hue])
+    table = table.reset_index(drop=True)  # tables concatenated over seeds repeat labels
+    if flag is not None and flag in table:
+        flagged = table[flag].fillna("").astype(str).str.strip().ne("")
+    else:
+        flagged = pd.Series(False, index=table.index)
     for ax, kind in zip(axes.flat, kinds, strict=False):
         part = table[table["perturbation"] == kind]
+        out = flagged[part.index]
         for h in order:
-            d = part[part[hue] == h]
+            d = part[(part[hue] == h) & ~out]
             ax.scatter(d[measure], d[y], s=22, color=palette[h], marker=ARCH_MARKERS.get(h, "o"),
                        label=_name(h) if kind == kinds[0] else None, alpha=0.85)
-        tau = kendall_tau(part[measure], part[y])
-        n = int(part[[measure, y]].notna().all(axis=1).sum())
+            d = part[(part[hue] == h) & out]
+            if len(d):
+                ax.scatter(d[measure], d[y], s=22, facecolor="none", edgecolor="0.6", lw=0.9,
+                           marker=ARCH_MARKERS.get(h, "o"), zorder=1)
+        tested = part[~out]
+        tau = kendall_tau(tested[measure], tested[y])
+        n = int(tested[[measure, y]].notna().all(axis=1).sum())
         ax.set_title(f"{_name(kind)}\nτ = {tau:.2f} (n = {n})" if np.isfinite(tau)
                      else f"{_name(kind)}\nτ undefined (n = {n})")
         if (part[measure] > 0).all():
@@ -528,12 +689,19 @@ def plot_topolip_vs_accuracy(table: pd.DataFrame, *, measure: str = "end_to_end_
             ax.xaxis.set_minor_formatter(mticker.NullFormatter())
         ax.axvline(1.0, color="0.4", ls=":", lw=1)
         ax.set_xlabel("scale-free Δ$_L$/Δ$_0$" if measure == "end_to_end_scale_free"
-                      else _name(measure))
+                      else _measure_label(measure))
     for ax in axes.flat[len(kinds):]:
         ax.set_visible(False)
     for ax in axes[:, 0]:
-        ax.set_ylabel(_name(y))
-    fig.legend(loc="upper center", frameon=False, ncol=4, bbox_to_anchor=(0.5, 1.0))
+        ax.set_ylabel(_measure_label(y))
+    if y in _FRACTIONS:
+        _anchor_fractions(axes.flat[0], -1.0, 1.0)
+    if flagged.any():
+        axes.flat[0].scatter([], [], s=22, facecolor="none", edgecolor="0.6", lw=0.9,
+                             label=f"left out of the test (noise floor): "
+                                   f"{int(flagged.sum())} of {len(table)}")
+    fig.legend(loc="upper center", frameon=False, ncol=4 + int(flagged.any()),
+               bbox_to_anchor=(0.5, 1.0))
     _note(fig, profile_note)
     _label_log_axes(fig)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / height))
@@ -565,7 +733,8 @@ def plot_sweep(table: pd.DataFrame, arch: str, *,
     Returns
     -------
     matplotlib.figure.Figure
-        Columns: raw TopoLip, scale-free TopoLip, clean test accuracy (the panel titles;
+        Columns: raw TopoLip, scale-free TopoLip, clean test accuracy (its axis spans at
+        least :data:`MIN_FRACTION_SPAN` inside [0, 1], bands clipped to [0, 1]) (the titles;
         the swept parameter is each row's x label, the architecture is the caption's); x ticks
         are the swept values (a list-valued parameter such as ResNet ``blocks`` is placed at
         its sum).
@@ -612,9 +781,11 @@ def plot_sweep(table: pd.DataFrame, arch: str, *,
             if j < 2:
                 _log_axis(ax)
                 ax.axhline(1.0, color="0.4", ls=":", lw=1)
-                ax.set_ylabel(_name(col))
+                ax.set_ylabel(_measure_label(col))
             else:
                 ax.set_ylabel("test accuracy")
+                _clip_fractions(ax)
+                _anchor_fractions(ax)
             ax.set_xticks(ticks["value_numeric"].to_list(), ticks["value"].to_list())
             listed = ticks["value"].str.startswith("[").any()
             ax.set_xlabel(_name(param) + (" per stage\n(at their sum)" if listed else ""))
@@ -683,10 +854,12 @@ def plot_size_sweep(table: pd.DataFrame, *, measure: str = "end_to_end_scale_fre
                     ls="none", color=ARCH_COLORS.get(arch, "0.3"), label=_name(arch))
         ax.set_xscale("log")
         ax.set_xlabel("weights")
-        ax.set_ylabel(_name(col))
+        ax.set_ylabel(_measure_label(col))
         if col == measure:
             _log_axis(ax)
             ax.axhline(1.0, color="0.4", ls=":", lw=1)
+        elif col in _FRACTIONS:
+            _anchor_fractions(ax, -1.0, 1.0)
     axes[1].legend(frameon=False, fontsize="small")
     _note(fig, profile_note)
     _label_log_axes(fig)
@@ -714,7 +887,7 @@ def plot_ood_behaviour(table: pd.DataFrame, *, hue: str = "arch",
     -------
     matplotlib.figure.Figure
         Top: mean max-softmax confidence (in [1/K, 1]) per data set; bottom: AUROC per OOD
-        set (0.5, dashed: confidence does not separate the sets).
+        set (0.5, dashed: confidence does not separate the sets); error bars clipped to [0, 1].
 
     Raises
     ------
@@ -744,6 +917,8 @@ def plot_ood_behaviour(table: pd.DataFrame, *, hue: str = "arch",
     sns.barplot(data=ood, x="dataset", y="auroc", hue=hue, hue_order=order, palette=palette,
                 errorbar=_band(ood), ax=axes[1, 0], legend=False)
     axes[1, 0].axhline(0.5, color="0.4", ls=":", lw=1)
+    for ax in axes[:, 0]:
+        _clip_fractions(ax)
     axes[1, 0].set_ylim(0, 1.02)
     axes[1, 0].set_ylabel("AUROC\n(in vs out of distribution)")
     axes[1, 0].set_title("separating in- from out-of-distribution")
@@ -1003,7 +1178,8 @@ def plot_noise_floor(table: pd.DataFrame, *, ncols: int = 4,
     -------
     matplotlib.figure.Figure
         Solid lines: ``Δ_ℓ / s_ℓ`` (mean over seeds); dashed: the noise floor (displacement
-        between two disjoint clean batches, mean over seeds), both on a log axis.
+        between two disjoint clean batches, mean over seeds), both on a log axis; integer
+        depth ticks.
 
     Raises
     ------
@@ -1041,6 +1217,7 @@ def plot_noise_floor(table: pd.DataFrame, *, ncols: int = 4,
         ax.yaxis.set_minor_formatter(mticker.NullFormatter())  # small panels: majors only
         ax.set_title(_name(kind))
         ax.set_xlabel("probe depth ℓ")
+        ax.xaxis.set_major_locator(mticker.MaxNLocator(integer=True))
     for ax in axes.flat[len(kinds):]:
         ax.set_visible(False)
     for ax in axes[:, 0]:
@@ -1164,73 +1341,131 @@ def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) ->
     Parameters
     ----------
     verdicts : pandas.DataFrame
-        From :func:`topolip.evidence.claims.evaluate`; rows with a finite ``low`` and ``high`` and a
-        ``comparison`` of the form ``"a vs b"`` are drawn.
+        From :func:`topolip.evidence.claims.evaluate` (``verdicts.csv``); rows with a finite
+        ``effect`` and a ``comparison`` of the form ``"a vs b"`` are drawn. Optional columns:
+        ``role`` (the ``"primary"`` row of each claim is marked), ``measure`` (rows of one
+        comparison and group that differ only by measure are told apart by it, e.g.
+        scale-free and raw TopoLip; it also names each panel's x axis) and ``scale``
+        (``"log"``: the effect is a log ratio).
     profile_note : str, optional
         The profile the data came from, written under the panel.
 
     Returns
     -------
     matplotlib.figure.Figure
-        One panel per claim; one row per comparison and group; colour by verdict; the effect is
-        attention minus convolution in the claim's units: the log of the ratio for a log-scale
-        (TopoLip) row, a difference otherwise; the bar is the row's ``low``–``high``, the
-        interval at the coverage its decision uses (no bar where there is no interval, e.g.
-        with one seed).
+        One panel per claim, titled by the claim in words (:data:`_CLAIM_TITLES`); one row per
+        comparison and group (``"ViT vs ResNet, Gaussian noise"``; a contrast of two attacks
+        as ``"FGSM vs APGD-CE+T"``); colour by verdict; the primary row in bold, its point a
+        larger black-edged diamond. The effect is attention minus convolution in the claim's
+        units: the log of the ratio for a log-scale (TopoLip) row, a difference otherwise; the
+        bar is the row's ``low``–``high``, the interval at the coverage its decision uses (no
+        bar where there is no interval, e.g. with one seed), clipped to the values a
+        difference of two fractions can take ([-1, 1]; [-2, 2] for a contrast of two such
+        differences), a clipped end marked by a triangle. Under each panel's last row, at
+        the edge of that side, an arrow says which side of 0 favours attention (the claim's
+        direction: lower TopoLip and accuracy drop, higher AUROC; for a contrast of two
+        attacks, a larger advantage under the weaker one).
 
     Raises
     ------
     ValueError
-        If no row compares two architectures.
+        If no row compares two architectures, or a column is missing.
 
     Examples
     --------
-    >>> v = pd.DataFrame({"claim": "c", "comparison": "vit vs resnet", "group": "fgsm",
-    ...                   "effect": [-1.0], "low": [-2.0], "high": [-0.5],
+    >>> v = pd.DataFrame({"claim": "attention-smoother", "comparison": "vit vs resnet",
+    ...                   "group": "fgsm", "effect": [-1.0], "low": [-2.0], "high": [-0.5],
     ...                   "verdict": ["supported"]})
     >>> fig = plot_verdicts(v); len(fig.axes)
     1
+    >>> fig.axes[0].get_title(loc="left"), fig.axes[0].texts[0].get_text()
+    ('Attention is smoother (end-to-end TopoLip)', '← favours attention')
     >>> plt.close(fig)
     """
     _require(verdicts, ["claim", "comparison", "group", "effect", "low", "high", "verdict"],
              "verdicts")
     v = verdicts[np.isfinite(verdicts["effect"].astype(float))
-                 & verdicts["comparison"].str.contains(" vs ")]
+                 & verdicts["comparison"].astype(str).str.contains(" vs ")].copy()
     if v.empty:
         raise ValueError("no architecture comparison to draw")
+    for col, default in (("role", ""), ("measure", ""), ("scale", "")):
+        v[col] = v[col].fillna(default).astype(str) if col in v else default
+    v["group"] = v["group"].astype(str)
     claims = list(dict.fromkeys(v["claim"]))
     colors = {"supported": "#009E73", "contradicted": "#CC79A7", "inconclusive": "0.55",
               "not enough seeds": "0.75", "noise floor": "0.85"}
-    heights = [len(v[v["claim"] == c]) for c in claims]
-    fig, axes = plt.subplots(len(claims), 1, figsize=(FIG_WIDTH, 0.22 * sum(heights)
-                                                      + 0.9 * len(claims) + 0.6),
+    heights = [len(v[v["claim"] == c]) + 1 for c in claims]  # a row for the direction cue
+    height = 0.22 * sum(heights) + 1.0 * len(claims) + 0.6
+    fig, axes = plt.subplots(len(claims), 1, figsize=(FIG_WIDTH, height),
                              gridspec_kw={"height_ratios": heights}, squeeze=False)
     for ax, claim in zip(axes[:, 0], claims, strict=True):
         part = v[v["claim"] == claim].reset_index(drop=True)
         y = np.arange(len(part))
+        contrast = part["group"].str.contains(" vs ")
+        bound = np.where(part["measure"].isin(_FRACTIONS) & (part["scale"] != "log"),
+                         np.where(contrast, 2.0, 1.0), np.inf)
+        effect = part["effect"].astype(float).to_numpy()
+        low = np.maximum(part["low"].astype(float).to_numpy(), -bound)
+        high = np.minimum(part["high"].astype(float).to_numpy(), bound)
+        primary = (part["role"] == "primary").to_numpy()
         for verdict, color in colors.items():
-            m = part["verdict"] == verdict
-            if m.any():
-                ax.errorbar(part.loc[m, "effect"], y[m.to_numpy()],
-                            xerr=np.nan_to_num(np.vstack([
-                                part.loc[m, "effect"] - part.loc[m, "low"],
-                                part.loc[m, "high"] - part.loc[m, "effect"]]).astype(float)),
-                            fmt="o", ms=4, lw=1.2, color=color)
-        names = [f"{' vs '.join(_name(a) for a in c.split(' vs '))}, {_name(g)}"
-                 for c, g in zip(part["comparison"], part["group"], strict=True)]
+            m = (part["verdict"] == verdict).to_numpy()
+            for sel, style in ((m & ~primary, dict(fmt="o", ms=4)),
+                               (m & primary, dict(fmt="D", ms=7, mec="k", mew=1.2))):
+                if sel.any():
+                    ax.errorbar(effect[sel], y[sel],
+                                xerr=np.nan_to_num(np.vstack([effect[sel] - low[sel],
+                                                              high[sel] - effect[sel]])),
+                                lw=1.2, color=color, zorder=3 if style["fmt"] == "D" else 2,
+                                **style)
+        for side, marker in ((-1, "<"), (1, ">")):
+            ends = np.isfinite(bound) & (np.where(side < 0, part["low"], part["high"])
+                                         .astype(float) * side > bound)
+            if ends.any():
+                ax.plot(side * bound[ends], y[ends], marker, ms=5, color="0.3", ls="none")
+        twins = part.duplicated(["comparison", "group"], keep=False)
+        names = []
+        for r, twin in zip(part.itertuples(), twins, strict=True):
+            name = f"{' vs '.join(_name(a) for a in r.comparison.split(' vs '))}, " \
+                   f"{_group_label(r.group)}"
+            if twin and r.measure:
+                name += f" ({_MEASURE_SHORT.get(r.measure, _measure_label(r.measure))})"
+            names.append(name)
         ax.set_yticks(y, names, fontsize=9)
-        ax.invert_yaxis()
+        for tick, is_primary in zip(ax.get_yticklabels(), primary, strict=True):
+            tick.set_fontweight("bold" if is_primary else "normal")
         ax.axvline(0.0, color="0.4", ls=":", lw=1)
-        ax.set_title(claim, loc="left")
-    axes[-1, 0].set_xlabel("attention − convolution (log ratio for TopoLip); the interval "
-                           "each verdict uses")
+        ax.set_title(_claim_title(claim), loc="left")
+        main = part.loc[primary, "measure"].iloc[0] if primary.any() else part["measure"].iloc[0]
+        higher_better = main == "auroc"
+        cue = ("← attention's edge larger under the weaker attack" if contrast.all()
+               else "favours attention →" if higher_better else "← favours attention")
+        # under the last row, at the edge of the side it names
+        ax.set_ylim(len(part) + 0.4, -0.6)
+        ax.text(0.99 if higher_better else 0.01, len(part) - 0.05, cue,
+                transform=mtransforms.blended_transform_factory(ax.transAxes, ax.transData),
+                ha="right" if higher_better else "left", va="center", fontsize=9,
+                color="0.3", style="italic")
+        log = (part["scale"] == "log").all() and bool(main)
+        what = _measure_label(main) if main else "the claim's measure"
+        if contrast.all():
+            xlabel = (f"change in attention − convolution {what}, weaker minus stronger "
+                      "attack")
+        elif log:
+            xlabel = f"log(attention / convolution), {what}"
+        else:
+            xlabel = f"attention − convolution, {what}"
+        ax.set_xlabel(xlabel, fontsize=9)
     for verdict, color in colors.items():
         if verdict in set(v["verdict"]):
             axes[0, 0].plot([], [], "o", color=color, label=verdict)
-    fig.legend(loc="upper center", frameon=False, ncol=4, bbox_to_anchor=(0.5, 1.0))
+    if (v["role"] == "primary").any():
+        axes[0, 0].plot([], [], "D", ms=7, mfc="white", mec="k", mew=1.2,
+                        label="primary comparison (bold)")
+    fig.legend(loc="upper center", frameon=False, ncol=3, bbox_to_anchor=(0.5, 1.0))
     _note(fig, profile_note)
     _label_log_axes(fig)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / (0.22 * sum(heights) + 0.9 * len(claims) + 0.6)))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.55 / height))
     return fig
 
 
