@@ -55,6 +55,11 @@ ladder_pgd_restarts = 2
 apgd_steps = 20
 apgd_target_classes = 3
 square_queries = 100
+n_radius = 200
+radius_eps_max = 0.3
+radius_steps = 4
+radius_check_images = 50
+fab_steps = 20
 masking_large_eps = 0.3
 masking_tolerance = 0.02
 masking_zero_accuracy = 0.05
@@ -68,10 +73,11 @@ import pandas as pd
 
 from topolip.evidence.claims import smoothness_table
 from topolip.evidence.masking import MASKING_CHECKS, ladder_table, masking_checks
+from topolip.experiments.radii import radii_trained, radius_check, radius_summary, robust_curve
 from topolip.experiments.robustness import robustness_trained
 from topolip.nets.data import load_dataset
 from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
-from topolip.report.findings import robustness_findings
+from topolip.report.findings import radius_findings, robustness_findings
 from topolip.report.format import glue_all, kind_label, show_parameters, show_table
 from topolip.tasks.cluster import TaskRunner
 from topolip.tasks.per_model import map_models
@@ -93,6 +99,15 @@ with TaskRunner(scheduler, n_workers=n_workers) as runner:
         pgd_restarts=ladder_pgd_restarts, apgd_steps=apgd_steps,
         n_target_classes=apgd_target_classes, square_queries=square_queries,
         probe_steps=pgd_steps)
+    radii = map_models(
+        models, radii_trained, runner=runner, data=data, n_images=n_radius,
+        eps_max=radius_eps_max, steps=radius_steps, apgd_steps=apgd_steps,
+        n_target_classes=apgd_target_classes, n_check=radius_check_images,
+        fab_steps=fab_steps, desc="radii")
+_ = write_table(radii, tables / "radii.csv", params)
+_ = write_table(radius_summary(radii, eps=eps_topolip), tables / "radius_summary.csv", params)
+_ = write_table(radius_check(radii), tables / "radius_check.csv", params)
+_ = write_table(robust_curve(radii), tables / "robust_curve.csv", params)
 masking = masking_checks(pd.concat([curves, probes], ignore_index=True), eps=eps_topolip,
                          large_eps=masking_large_eps, tolerance=masking_tolerance,
                          zero_accuracy=masking_zero_accuracy)
@@ -111,9 +126,12 @@ _ = publish_registered("fig-robustness-curves", results_dir=results_dir, params=
                        seeds=seeds)
 _ = publish_registered("fig-topolip-vs-drop", results_dir=results_dir, params=params,
                        seeds=seeds)
+_ = publish_registered("fig-radius-curves", results_dir=results_dir, params=params,
+                       seeds=seeds)
 ladder = ladder_table(curves, eps_topolip, masking=masking)
 _ = glue_all(robustness_findings({"robustness": curves, "masking": masking, "smoothness": smooth,
                                   "topolip_summary": summary, "models": models}, params))
+_ = glue_all(radius_findings(tables, params))
 
 # %% [markdown]
 # ## The attack ladder
@@ -166,6 +184,48 @@ show_table(view, columns={"arch": "model", "perturbation": "attack", "n_models":
            digits=2, na_reason="one seed: no spread",
            caption="The attack ladder at the TopoLip budget: accuracy per architecture, weak to "
                    "strong white-box attacks, then the black-box Square.")
+
+# %% [markdown]
+# ## Minimal adversarial radii: where each model breaks
+#
+# A fixed budget reads a floor when a model has no robust accuracy left there, and a ceiling
+# when it loses none. The **minimal adversarial $L_\infty$ radius** of an image is the smallest
+# budget at which it can be misclassified; one set of radii gives the robust accuracy at every
+# budget (the share of images whose radius exceeds it) and the **median radius**, the budget
+# at which a model keeps half its images, which is never on a floor. For every model, on its
+# seed's first {glue:text}`rd-n-images` test images (the first of them those of the ladder),
+# each image's radius is bracketed on the grid $\varepsilon_{\max}, \varepsilon_{\max}/4,
+# \dots$ from $\varepsilon_{\max} =$ {glue:text}`rd-eps-max` and then bisected
+# {glue:text}`rd-steps` times on the log scale, with the ladder's APGD-CE + APGD-T at every
+# budget (and, for the weak-against-strong contrast, with FGSM): the reported radius is the
+# smallest budget at which the attack found an adversarial image, an upper bound on the true
+# minimum within {glue:text}`rd-width`% of the last budget that failed. Every reported image
+# is checked (misclassified, inside $[0, 1]$ and within the reported norm);
+# {glue:text}`rd-n-censored` of the {glue:text}`rd-n-rows` image radii were not broken at
+# $\varepsilon_{\max}$ (censored). Why bisection rather than a minimum-norm attack: it measures
+# the same attacker as the ladder's strongest rung. The cross-check is FAB
+# (`torchattacks.FAB`, {glue:text}`rd-fab-steps` iterations, a minimum-norm attack) on the first
+# {glue:text}`rd-check-images` images of every model: the median ratio bisection / FAB per
+# model lies in {glue:text}`rd-check-ratio`, and on average {glue:text}`rd-check-within` of the
+# images agree within a factor {glue:text}`rd-check-factor`; FAB broke
+# {glue:text}`rd-check-only-fab` images the bisection did not.
+#
+# Median radius per architecture (geometric mean over seeds; pixels of $[0, 1]$): under
+# APGD-CE + APGD-T {glue:text}`rd-autoattack-ranking`; under FGSM {glue:text}`rd-fgsm-ranking`
+# ({numref}`fig-radius-curves`). Which family breaks later is decided in {doc}`08_verdict` on
+# the APGD-CE + APGD-T median radius, paired by seed.
+#
+# ```{glue:figure} fig-radius-curves
+# :name: fig-radius-curves
+# :alt: Robust accuracy against the L-infinity budget on a log axis, one panel per attack (FGSM, APGD-CE + APGD-T), one line per trained model coloured by architecture.
+#
+# Robust accuracy read off the minimal radii over an $\varepsilon$ grid of
+# {glue:text}`rd-n-grid` budgets from {glue:text}`rd-grid` (pixel units, log axis), chosen so
+# that every model starts at ≥ 0.9 and ends at ≤ 0.1 of its clean accuracy under
+# APGD-CE + APGD-T; one line per model (seed), one colour per architecture; dotted: one half,
+# where each line crosses its model's median radius.
+# {glue:md}`fig-radius-curves-provenance`
+# ```
 
 # %% [markdown]
 # ## Gradient masking

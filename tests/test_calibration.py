@@ -78,11 +78,24 @@ def test_topolip_one_and_a_half_times_lower_is_detected_at_five_seeds():
     assert r.loc["primary", "rate"] == r.loc["primary", "supported_rate"]  # never the wrong way
 
 
-def test_an_accuracy_drop_smaller_by_a_tenth_is_detected():
+def test_a_median_radius_one_and_a_half_times_larger_is_detected():
+    # model-level log sd 0.15 and 0.05 per attack (the seed effect cancels in the pairs): the
+    # paired t on log radii has power 0.91 by the noncentral t at 5 seeds
     n = 60
-    r = calibrate(n, n_seeds=5, drop_diff=-0.10, claims=[BY_ID["attention-more-robust"]],
+    r = calibrate(n, n_seeds=5, radius_ratio=1.7, claims=[BY_ID["attention-more-robust"]],
                   seed=30_000).set_index("role")
-    assert r.loc["primary", "supported_rate"] >= power_floor(n, 0.9)
+    expected = paired_power(math.log(1.7), math.sqrt(2 * (0.15**2 + 0.05**2)), 5)
+    assert expected >= 0.9
+    assert r.loc["primary", "supported_rate"] >= power_floor(n, 0.8)
+    assert r.loc["primary", "rate"] == r.loc["primary", "supported_rate"]
+
+
+def test_the_rival_radius_contrast_is_not_moved_by_a_uniform_radius_advantage():
+    # attention's radii 1.7x larger under both attacks: the advantage does not change with the
+    # attack, so the rival claim's primary must stay at its null rate
+    r = calibrate(N_NULL, n_seeds=5, radius_ratio=1.7,
+                  claims=[BY_ID["attention-helps-only-weak"]], seed=31_000).set_index("role")
+    assert r.loc["primary", "rate"] <= allowance(N_NULL)
 
 
 def test_a_within_architecture_association_is_detected():
@@ -104,7 +117,8 @@ def test_power_table_gives_the_mde_of_each_primary_from_the_runs_differences():
     assert paired_power(sm["mde"], sd, 5) == pytest.approx(0.8, abs=1e-6)
     assert sm["mde_ratio_low"] == pytest.approx(math.exp(-sm["mde"]))
     assert sm["text"].startswith("a ratio ≤ ")
-    assert p.loc["attention-more-robust", "text"].startswith("a difference of ±")
+    assert p.loc["attention-more-robust", "text"].startswith("a ratio ")
+    assert p.loc["attention-more-robust", "target"] == pytest.approx(math.log(1.3))
 
 
 @pytest.mark.slow

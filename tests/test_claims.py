@@ -13,6 +13,7 @@ from scipy import stats as st
 
 from topolip.evidence.claims import (
     CHECKS,
+    FLOOR_VERDICT,
     Claim,
     claim_findings,
     evaluate,
@@ -170,6 +171,95 @@ def test_rival_claim_tests_the_change_of_advantage_along_the_ladder():
     assert v.loc["fgsm vs pgd", "role"] == "secondary"
 
 
+def _radius_summary(radii):
+    """``radii[(arch, method)] = per-seed median radii`` as radius_summary.csv rows."""
+    return pd.DataFrame([{"arch": a, "seed": s, "method": m, "group": f"{m}_radius",
+                          "n_images": 200, "median_radius": r}
+                         for (a, m), values in radii.items() for s, r in enumerate(values)])
+
+
+def test_radius_primary_is_a_paired_log_ratio_with_attention_claimed_larger():
+    vit, res = [0.010, 0.013, 0.011, 0.012], [0.030, 0.033, 0.036, 0.031]
+    drops = {(a, k): [0.3] * 4 for a in ("vit", "resnet") for k in ("fgsm", "pgd", "autoattack")}
+    c = Claim("robust", "x", "t", "smaller_accuracy_drop", {},
+              {"comparison": "vit vs resnet", "group": "autoattack_radius"})
+    tables = {"robustness": _robustness(drops), "topolip_summary": _topolip_eps(),
+              "radius_summary": _radius_summary({("vit", "autoattack"): vit,
+                                                 ("resnet", "autoattack"): res})}
+    r = evaluate([c], tables).set_index("group").loc["autoattack_radius"]
+    d = np.log(vit) - np.log(res)
+    assert r["role"] == "primary" and r["scale"] == "log" and r["measure"] == "median_radius"
+    assert r["ratio"] == pytest.approx(math.exp(d.mean()))
+    assert r["pvalue"] == pytest.approx(st.ttest_1samp(d, 0).pvalue)
+    assert r["verdict"] == "contradicted"       # the ViT's radius is a third of the ResNet's
+    tables["radius_summary"] = _radius_summary({("vit", "autoattack"): res,
+                                                ("resnet", "autoattack"): vit})
+    r = evaluate([c], tables).set_index("group").loc["autoattack_radius"]
+    assert r["verdict"] == "supported" and r["ratio"] > 1
+    sentence = claim_findings(evaluate([c], tables))["primary"]["robust"]
+    assert sentence.startswith("The ViT is more robust: the ViT's median minimal radius")
+
+
+@pytest.mark.parametrize("vit_acc, resnet_acc, floored", [
+    (0.01, 0.6, True), (0.02, 0.6, True), (0.03, 0.6, False), (0.5, 0.98, True),
+    (0.5, 0.97, False)])
+def test_floor_rule_marks_ladder_rows_at_the_floor_or_ceiling(vit_acc, resnet_acc, floored):
+    drops = {("vit", "fgsm"): [0.10, 0.12, 0.11], ("resnet", "fgsm"): [0.40, 0.41, 0.43],
+             ("vit", "pgd"): [0.5, 0.6, 0.55], ("resnet", "pgd"): [0.52, 0.58, 0.56],
+             ("vit", "autoattack"): [0.7, 0.8, 0.6], ("resnet", "autoattack"): [0.2, 0.3, 0.1]}
+    rob = _robustness(drops)
+    at = (rob["perturbation"] == "autoattack") & (rob["strength"] > 0)
+    rob.loc[at & (rob["arch"] == "vit"), "accuracy"] = vit_acc
+    rob.loc[at & (rob["arch"] == "resnet"), "accuracy"] = resnet_acc
+    c = Claim("robust", "x", "t", "smaller_accuracy_drop", {},
+              {"comparison": "vit vs resnet", "group": "fgsm"})
+    v = evaluate([c], {"robustness": rob, "topolip_summary": _topolip_eps()}).set_index("group")
+    r = v.loc["autoattack"]
+    if floored:
+        assert r["verdict"] == FLOOR_VERDICT and math.isnan(r["p_adjusted"])
+        assert "floor/ceiling" in r["flag"] and "not informative" in r["detail"]
+        # out of the Holm family: pgd's Holm p is its raw p (the only other secondary)
+        assert v.loc["pgd", "p_adjusted"] == pytest.approx(v.loc["pgd", "pvalue"])
+        found = claim_findings(v.reset_index())
+        assert found["n_tests"] == 2          # fgsm and pgd; the floored row is no test
+        assert "changes with attack strength" not in r["flag"]
+    else:
+        assert r["verdict"] in ("supported", "contradicted", "inconclusive")
+        assert r["p_adjusted"] >= r["pvalue"]
+
+
+def test_floor_sentence_says_not_informative():
+    drops = {(a, k): [0.3, 0.35, 0.32] for a in ("vit", "resnet")
+             for k in ("fgsm", "pgd", "autoattack")}
+    rob = _robustness(drops)
+    rob.loc[(rob["arch"] == "vit") & (rob["strength"] > 0), "accuracy"] = 0.0
+    c = Claim("robust", "x", "t", "smaller_accuracy_drop", {},
+              {"comparison": "vit vs resnet", "group": "autoattack"})
+    found = claim_findings(evaluate([c], {"robustness": rob, "topolip_summary": _topolip_eps()}))
+    assert found["primary"]["robust"].startswith("Not informative (floor/ceiling) under "
+                                                 "APGD-CE + APGD-T: the ViT's robust accuracy")
+
+
+def test_rival_claim_on_the_radii_compares_log_advantages():
+    radii = {("vit", "fgsm"): [0.05, 0.06, 0.055, 0.05],
+             ("resnet", "fgsm"): [0.04, 0.05, 0.045, 0.04],
+             ("vit", "autoattack"): [0.01, 0.012, 0.011, 0.01],
+             ("resnet", "autoattack"): [0.03, 0.035, 0.033, 0.03]}
+    drops = {(a, k): [0.3] * 4 for a in ("vit", "resnet") for k in ("fgsm", "pgd", "autoattack")}
+    c = Claim("weak", "x", "t", "helps_only_weak", {},
+              {"comparison": "vit vs resnet", "group": "fgsm_radius vs autoattack_radius"})
+    v = evaluate([c], {"robustness": _robustness(drops), "topolip_summary": _topolip_eps(),
+                       "radius_summary": _radius_summary(radii)}).set_index("group")
+    r = v.loc["fgsm_radius vs autoattack_radius"]
+    adv_w = np.log(radii[("vit", "fgsm")]) - np.log(radii[("resnet", "fgsm")])
+    adv_s = np.log(radii[("vit", "autoattack")]) - np.log(radii[("resnet", "autoattack")])
+    assert r["role"] == "primary" and r["effect"] == pytest.approx((adv_w - adv_s).mean())
+    assert r["ratio"] == pytest.approx(math.exp((adv_w - adv_s).mean()))
+    assert r["pvalue"] == pytest.approx(st.ttest_rel(adv_w, adv_s).pvalue)
+    assert r["verdict"] == "supported"          # the ViT's advantage only under FGSM
+    assert v.loc["fgsm vs autoattack", "role"] == "secondary"
+
+
 def test_ood_auroc_adds_the_image_level_of_one_shared_image_set():
     ood = pd.DataFrame({"arch": ["vit"] * 3 + ["resnet"] * 3 + ["vit"],
                         "seed": [0, 1, 2] * 2 + [0],
@@ -273,7 +363,9 @@ def test_registry_loads_and_rejects_bad_entries(tmp_path):
     assert {"envelope", "attention-helps-only-weak"} <= ids and "attention-smoother-raw" not in ids
     by_id = {c.id: c for c in claims}
     assert by_id["attention-more-robust"].primary == {"comparison": "vit vs resnet",
-                                                      "group": "autoattack"}
+                                                      "group": "autoattack_radius"}
+    assert by_id["attention-helps-only-weak"].primary["group"] == \
+        "fgsm_radius vs autoattack_radius"
     assert all(c.primary for c in claims if c.check != "envelope_holds")
     bad = tmp_path / "c.yml"
     bad.write_text("- {id: a, statement: s, source: x, check: nope}\n")

@@ -4,12 +4,15 @@ classifier, FAB's cross-check, censoring, robust accuracy from radii and the eps
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
+from topolip.experiments.measure import model_images
+from topolip.experiments.radii import radii_trained, radius_check, radius_summary, robust_curve
 from topolip.perturbations.radius import (
     eps_grid_from_radii,
     fab_radius,
@@ -20,8 +23,9 @@ from topolip.perturbations.radius import (
 
 K, SIDE = 5, 4
 STEPS = 5
-#: the final bisection bracket is at most 2 ** (2 ** -STEPS) wide in ratio
-RATIO_TOL = 2 ** (2.0 ** -STEPS)
+BRACKET = 4.0
+#: the final bisection bracket is at most BRACKET ** (2 ** -STEPS) wide in ratio
+RATIO_TOL = BRACKET ** (2.0 ** -STEPS)
 
 
 def _linear_radius(model: nn.Sequential, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
@@ -66,8 +70,8 @@ def linear():
 @pytest.fixture(scope="module")
 def bisected(linear):
     model, x, y, _ = linear
-    return minimal_radius(model, x, y, eps_max=0.3, steps=STEPS, apgd_steps=20,
-                          n_target_classes=K - 1)
+    return minimal_radius(model, x, y, eps_max=0.3, steps=STEPS, bracket=BRACKET,
+                          apgd_steps=20, n_target_classes=K - 1)
 
 
 def test_bisection_matches_the_closed_form_within_its_tolerance(linear, bisected):
@@ -114,6 +118,34 @@ def test_images_not_broken_at_eps_max_are_censored(linear):
     assert np.isfinite(r.radius[~above]).all()
 
 
+def test_two_rung_bracket_halves_the_grid(linear):
+    """bracket=2 is the plain halving grid: the final bracket is 2 ** (2 ** -steps) wide."""
+    model, x, y, exact = linear
+    r = minimal_radius(model, x, y, eps_max=0.3, eps_min=0.3 / 256, steps=3, bracket=2.0,
+                       apgd_steps=20,
+                       n_target_classes=K - 1)
+    ratio = r.radius[3:] / exact[3:]
+    assert (ratio >= 1 - 1e-6).all() and (ratio <= 2 ** (2.0 ** -3) * (1 + 1e-6)).all()
+
+
+def test_fgsm_radius_is_an_upper_bound_checked_per_image(linear):
+    """FGSM's radius is never below the true minimum (each is a budget at which its image was
+    found adversarial), and its images pass the same per-image check."""
+    model, x, y, exact = linear
+    r = minimal_radius(model, x, y, eps_max=0.3, steps=4, attack="fgsm")
+    fin = np.isfinite(r.radius)
+    assert fin[3:].sum() >= 10
+    ratio = r.radius[3:][fin[3:]] / exact[3:][fin[3:]]
+    assert (ratio >= 1 - 1e-6).all()
+    # one gradient-sign step misses the best corner where the CE gradient mixes classes:
+    # several radii well above APGD's bracket (ratios 1.5-1.6 here), which APGD never shows
+    assert (ratio > 1.3).sum() >= 3
+    with torch.no_grad():
+        pred = model(r.adv).argmax(1)
+    assert (pred[torch.as_tensor(fin)] != y[torch.as_tensor(fin)]).all()
+    assert (r.norm <= r.radius + 1e-6).all()
+
+
 def test_eps_min_floors_the_bracket(linear):
     """With eps_min = eps_max the bracket is one rung: every broken image is bisected on
     (0, eps_max], so its radius is eps_max / 2 ** j for some j <= steps."""
@@ -133,6 +165,9 @@ def test_eps_min_floors_the_bracket(linear):
     ({"eps_max": 0.1, "steps": 0}, "steps must be a positive integer"),
     ({"eps_max": 0.1, "apgd_steps": 0}, "apgd_steps must be a positive integer"),
     ({"eps_max": 0.1, "eps_min": 0.2}, "eps_min .* must not exceed eps_max"),
+    ({"eps_max": 0.1, "bracket": 1.0}, "bracket must be a number > 1"),
+    ({"eps_max": 0.1, "bracket": float("inf")}, "bracket must be a number > 1"),
+    ({"eps_max": 0.1, "attack": "pgd"}, "attack must be one of"),
 ])
 def test_bad_parameters_raise(linear, kwargs, match):
     model, x, y, _ = linear
@@ -265,3 +300,68 @@ def test_eps_grid_bad_input():
         eps_grid_from_radii({"m": [0.1, 0.2]}, top=0.1, bottom=0.9)
     with pytest.raises(ValueError, match="n_points must be >= 2"):
         eps_grid_from_radii({"m": [0.1, 0.2]}, n_points=1)
+
+
+# ------------------------------------------------------------------ the tables of 04_robustness
+
+def _split(x, y):
+    return SimpleNamespace(x_test=x, y_test=y)
+
+
+@pytest.fixture(scope="module")
+def radii_rows(linear):
+    model, x, y, _ = linear
+    rows = radii_trained(model, {"seed": 0}, data=_split(x, y), n_images=20, eps_max=0.3,
+                         steps=3, apgd_steps=10, n_target_classes=K - 1, n_check=8,
+                         fab_steps=30)
+    return rows.assign(arch="vit", seed=0)
+
+
+def test_radii_trained_gives_every_method_on_the_seeds_images(linear, radii_rows):
+    model, x, y, exact = linear
+    counts = radii_rows["method"].value_counts().to_dict()
+    assert counts == {"autoattack": 20, "fgsm": 20, "fab": 8}
+    perm = model_images(x, y, 0, n_robust=20)
+    apgd = radii_rows[radii_rows["method"] == "autoattack"]
+    assert apgd["label"].tolist() == perm.y.tolist()
+    # the images are the seed's permutation: their closed-form radii, as upper bounds
+    exact_perm = _linear_radius(model, perm.x, perm.y)
+    r = apgd["radius"].to_numpy()
+    assert (r >= exact_perm * (1 - 1e-6)).all()
+    assert (r[exact_perm > 0] <= exact_perm[exact_perm > 0] * 4 ** (2 ** -3) * (1 + 1e-6)).all()
+    with pytest.raises(ValueError, match="n_check"):
+        radii_trained(model, {"seed": 0}, data=_split(x, y), n_images=5, eps_max=0.3,
+                      n_check=6)
+
+
+def test_radius_summary_median_is_where_the_curve_crosses_one_half(radii_rows):
+    s = radius_summary(radii_rows, eps=0.05).set_index("method")
+    apgd = radii_rows[radii_rows["method"] == "autoattack"]["radius"].to_numpy()
+    assert s.loc["autoattack", "median_radius"] == pytest.approx(np.median(apgd))
+    assert s.loc["autoattack", "group"] == "autoattack_radius"
+    assert s.loc["autoattack", "clean_accuracy"] == pytest.approx(17 / 20)
+    assert s.loc["autoattack", "robust_accuracy_at_eps"] == pytest.approx((apgd > 0.05).mean())
+    assert robust_accuracy_from_radii(apgd, [s.loc["autoattack", "median_radius"]])[0] <= 0.5
+    # FGSM is the weaker attack: its median radius is not below APGD's
+    assert s.loc["fgsm", "median_radius"] >= s.loc["autoattack", "median_radius"]
+    assert "fab" not in s.index
+    # most images censored: the median is +inf, most misclassified: 0 (never a made-up number)
+    censored = radius_summary(radii_rows.assign(radius=np.inf, censored=True))
+    assert np.isinf(censored["median_radius"]).all() and censored["log_median_radius"].isna().all()
+    assert (radius_summary(radii_rows.assign(radius=0.0))["median_radius"] == 0).all()
+
+
+def test_radius_check_and_robust_curve(radii_rows):
+    c = radius_check(radii_rows).iloc[0]
+    a = radii_rows.set_index(["method", "image"])["radius"]
+    ref = radius_agreement(a.loc["autoattack"].iloc[:8].to_numpy(), a.loc["fab"].to_numpy())
+    assert c["median_ratio"] == pytest.approx(ref["median_ratio"]) and c["n"] == ref["n"]
+    curve = robust_curve(radii_rows)
+    apgd = curve[curve["method"] == "autoattack"].sort_values("eps")
+    clean = apgd["clean_accuracy"].iloc[0]
+    assert apgd["robust_accuracy"].iloc[0] == pytest.approx(clean)          # eps = 0
+    assert apgd["robust_accuracy"].iloc[1] >= 0.9 * clean
+    assert apgd["robust_accuracy"].iloc[-1] <= 0.1 * clean
+    assert np.all(np.diff(apgd["robust_accuracy"].to_numpy()) <= 0)
+    with pytest.raises(ValueError, match="no model classifies"):
+        robust_curve(radii_rows.assign(radius=0.0))

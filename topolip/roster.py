@@ -159,6 +159,9 @@ LADDER: tuple[str, ...] = ("fgsm", "pgd", "autoattack")
 GROUPS: tuple[Group, ...] = (
     Group("in_distribution", "in distribution"),
     Group("stratified", "all kinds (stratified)"),
+    Group("autoattack_radius", "median minimal radius (APGD-CE + APGD-T)"),
+    Group("fgsm_radius", "median minimal radius (FGSM)"),
+    Group("fgsm_radius vs autoattack_radius", "minimal radius, FGSM vs APGD-CE + APGD-T"),
 )
 
 _ARCHS = {a.name: a for a in ARCHS}

@@ -268,6 +268,16 @@ SCHEMAS: dict[str, TableSchema] = {t.name: t for t in (
            "steps:float restarts:float"),
     _table("masking", "04_robustness", "arch:str seed:int check:str passed:bool value:float "
            "detail:str"),
+    _table("radii", "04_robustness", "arch:str seed:int image:int label:int method:str "
+           "radius:float censored:bool clean_correct:bool eps_max:float attacks:float"),
+    _table("radius_summary", "04_robustness", "arch:str seed:int method:str group:str "
+           "n_images:int clean_accuracy:float median_radius:float log_median_radius:float "
+           "n_censored:int eps_max:float eps:float robust_accuracy_at_eps:float "
+           "attacks:float"),
+    _table("radius_check", "04_robustness", "arch:str seed:int n:int n_only_bisection:int "
+           "n_only_fab:int median_ratio:float share_within:float factor:float"),
+    _table("robust_curve", "04_robustness", "arch:str seed:int method:str eps:float "
+           "robust_accuracy:float clean_accuracy:float"),
     _table("smoothness", "04_robustness", "group:str response:str level:str role:str "
            "partial:bool n:int n_arch:int min_seeds:int seeds_present:int n_excluded:int "
            "tau:float pvalue:float p_adjusted:float mc_se:float n_permutations:int exact:bool "

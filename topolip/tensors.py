@@ -1,4 +1,4 @@
-"""Two small torch helpers every model-facing module shares: image checks and eval mode.
+"""The small torch helpers every model-facing module shares: image and input checks, eval mode.
 
 :func:`check_images` is the one rule for a batch of images (non-empty, floating, ``(N, C, H, W)``,
 finite, pixels in ``[0, 1]``) with one message style; :func:`eval_mode` runs a block with a
@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-__all__ = ["check_images", "eval_mode"]
+__all__ = ["Logits", "check_classifier_inputs", "check_images", "eval_mode", "model_device"]
 
 
 def check_images(x: torch.Tensor, name: str = "x", *, unit_range: bool = True) -> None:
@@ -93,3 +93,79 @@ def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
     finally:
         for m, training in modes:
             m.training = training
+
+
+class Logits(nn.Module):
+    """What an attack differentiates: images in [0, 1] ``(N, C, H, W)`` to logits ``(N, K)``
+    (a model's first output when it returns a tuple, as the attention models do)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.model(x)
+        return out[0] if isinstance(out, tuple | list) else out
+
+
+def model_device(model: nn.Module) -> torch.device:
+    """The device of ``model``'s first parameter (where an attack on it runs).
+
+    Raises
+    ------
+    ValueError
+        If the model has no parameters.
+    """
+    try:
+        return next(model.parameters()).device
+    except StopIteration:
+        raise ValueError("the model has no parameters; attacks need a differentiable classifier "
+                         "with parameters (their device is where the attack runs)") from None
+
+
+def check_classifier_inputs(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> int:
+    """Validate a classifier, its images and labels; return its number of logits ``K``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Classifier from images to logits ``(N, K)`` (or a tuple whose first item they are).
+    x : torch.Tensor of shape (N, C, H, W)
+        Images, pixels in [0, 1] (:func:`check_images`).
+    y : torch.Tensor of shape (N,), integer
+        Labels in ``0 .. K-1``.
+
+    Raises
+    ------
+    ValueError
+        If the model is not a module or has no parameters, the images are invalid, the labels
+        are not a 1-D integer tensor of matching length or out of range, or the model cannot
+        take the images or does not return ``(N, K)`` logits.
+    """
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    check_images(x)
+    if not isinstance(y, torch.Tensor) or y.ndim != 1 or y.is_floating_point() \
+            or y.dtype == torch.bool:
+        got = (f"{y.dtype} tensor of shape {tuple(y.shape)}" if isinstance(y, torch.Tensor)
+               else type(y).__name__)
+        raise ValueError(f"y must be a 1-D integer tensor of labels, got {got}")
+    if len(y) != len(x):
+        raise ValueError(f"x has {len(x)} images but y has {len(y)} labels")
+    device = model_device(model)
+    dtype = next(model.parameters()).dtype
+    with eval_mode(model), torch.no_grad():
+        try:
+            logits = Logits(model)(x[:1].to(device, dtype))
+        except RuntimeError as err:
+            raise ValueError(
+                f"the model cannot take images of shape {tuple(x.shape[1:])} (C, H, W): {err}"
+            ) from err
+    if not isinstance(logits, torch.Tensor) or logits.ndim != 2:
+        shape = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
+        raise ValueError(f"the model must return logits of shape (N, K), got {shape}")
+    k = logits.shape[1]
+    if int(y.min()) < 0 or int(y.max()) >= k:
+        raise ValueError(f"labels must be in 0..{k - 1} (the model has {k} logits), got "
+                         f"labels in {int(y.min())}..{int(y.max())}")
+    return k

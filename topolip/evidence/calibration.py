@@ -51,15 +51,20 @@ KINDS: tuple[str, ...] = ("fgsm", "pgd", "gaussian_noise", "gaussian_blur", "con
 VARIANCE: dict[str, float] = {
     "log_topolip_model": 0.10, "log_topolip_kind": 0.10, "log_topolip_seed": 0.10,
     "drop_model": 0.02, "drop_kind": 0.02, "drop_seed": 0.02,
+    "log_radius_model": 0.15, "log_radius_method": 0.05, "log_radius_seed": 0.10,
     "auroc_model": 0.02, "auroc_image": 0.01, "flag_rate": 0.2,
 }
+
+#: log median radius of each bisected attack above APGD-CE + APGD-T's (FGSM is weaker)
+_RADIUS_METHODS = {"autoattack": 0.0, "fgsm": math.log(1.5)}
 
 _OOD_SETS = roster.ood_names()
 _RUNGS = {"fgsm": 0.30, "pgd": 0.50, "autoattack": 0.55, "square": 0.40}
 
 
 def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: float = 0.0,
-                    association: float = 0.0, arch_association: bool = False,
+                    radius_ratio: float = 1.0, association: float = 0.0,
+                    arch_association: bool = False,
                     batch_share: float = 0.0, variance: Mapping[str, float] | None = None,
                     n_resamples: int = 20,
                     smoothness_resamples: int = 999, smoothness: bool = True,
@@ -77,6 +82,9 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
         pairs and every perturbation kind (1: the null).
     drop_diff : float, default=0.0
         True attention − convolution accuracy drop, every rung and corruption.
+    radius_ratio : float, default=1.0
+        True ratio attention / convolution of the median minimal radius, both bisected
+        attacks (``radius_summary``; 1: the null, of the rival claim's radius contrast too).
     association : float, default=0.0
         Within-architecture slope of the accuracy drop on the log TopoLip (0: the null).
     arch_association : bool, default=False
@@ -120,13 +128,15 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
     >>> t = simulate_tables(3, seed=1)
     >>> sorted(t), len(t["topolip_summary"]), sorted(t["robustness"]["perturbation"].unique())
     ... # doctest: +NORMALIZE_WHITESPACE
-    (['ood_behaviour', 'ood_resamples', 'ood_topolip_summary', 'robustness', 'smoothness',
-      'topolip', 'topolip_summary'], 84, ['autoattack', 'fgsm', 'pgd', 'square'])
+    (['ood_behaviour', 'ood_resamples', 'ood_topolip_summary', 'radius_summary', 'robustness',
+      'smoothness', 'topolip', 'topolip_summary'], 84, ['autoattack', 'fgsm', 'pgd', 'square'])
     """
     if not (isinstance(n_seeds, int) and n_seeds >= 1):
         raise ValueError(f"n_seeds must be a positive int, got {n_seeds!r}")
     if not topolip_ratio > 0:
         raise ValueError(f"topolip_ratio must be positive, got {topolip_ratio!r}")
+    if not radius_ratio > 0:
+        raise ValueError(f"radius_ratio must be positive, got {radius_ratio!r}")
     if not (isinstance(batch_share, (int, float)) and batch_share >= 0):
         raise ValueError(f"batch_share must be a number >= 0, got {batch_share!r}")
     v = {**VARIANCE, **(variance or {})}
@@ -148,6 +158,10 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
     batch = np.random.default_rng([seed, 26]).normal(0, 1, n_seeds) * math.sqrt(batch_share)
     seed_t = seed_t + batch * math.hypot(v["log_topolip_model"], v["log_topolip_seed"])
     seed_d = seed_d + batch * math.hypot(v["drop_model"], v["drop_seed"])
+    # radii from their own generator too, so the other tables stay as they were
+    rng_r = np.random.default_rng([seed, 25])
+    seed_r = rng_r.normal(0, v["log_radius_seed"], n_seeds)
+    radii = []
     for arch in ARCHS:
         shift_t = math.log(topolip_ratio) if arch in attention else 0.0
         shift_d = drop_diff if arch in attention else 0.0
@@ -178,6 +192,15 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
                                    "strength": strength, "unit": "linf", "n": 500,
                                    "accuracy": clean - d, "accuracy_clean": clean,
                                    "accuracy_drop": d, "steps": 20, "restarts": 2})
+            # median radius: a larger level for the architectures with a smaller drop
+            u_r = rng_r.normal(0, v["log_radius_model"]) + seed_r[s]
+            for method, offset in _RADIUS_METHODS.items():
+                log_r = (math.log(0.03) - 5 * level_d[arch] + offset + u_r
+                         + (math.log(radius_ratio) if arch in attention else 0.0)
+                         + rng_r.normal(0, v["log_radius_method"]))
+                radii.append({"arch": arch, "seed": s, "method": method,
+                              "group": f"{method}_radius", "n_images": 200,
+                              "median_radius": math.exp(log_r)})
             u_a = rng.normal(0, v["auroc_model"])
             ood_beh.append({"arch": arch, "seed": s, "dataset": "in_distribution", "n": 1000,
                             "auroc": math.nan})
@@ -197,6 +220,7 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
     tables = {"topolip_summary": pd.DataFrame(summary), "robustness": pd.DataFrame(robust),
               "ood_topolip_summary": pd.DataFrame(ood_sum),
               "ood_behaviour": pd.DataFrame(ood_beh), "ood_resamples": pd.DataFrame(ood_res),
+              "radius_summary": pd.DataFrame(radii),
               "topolip": pd.DataFrame({"bottleneck": [0.1, 0.2], "envelope": [0.5, 0.5]})}
     if smoothness:
         tables["smoothness"] = _claims.smoothness_table(tables["topolip_summary"],
@@ -255,7 +279,8 @@ def calibrate(n_sim: int = 200, *, claims: Sequence[_claims.Claim] | None = None
 
 
 #: Effects the design is asked to detect (issue 18): a 1.5× TopoLip ratio, a 0.10 accuracy drop.
-TARGETS: dict[str, float] = {"log": math.log(1.5), "accuracy_drop": 0.10, "auroc": 0.05}
+TARGETS: dict[str, float] = {"log": math.log(1.5), "accuracy_drop": 0.10, "auroc": 0.05,
+                             "median_radius": math.log(1.3)}
 
 
 def power_table(verdicts: pd.DataFrame, *, alpha: float = 0.05,
@@ -283,8 +308,9 @@ def power_table(verdicts: pd.DataFrame, *, alpha: float = 0.05,
         One row per primary comparison with a paired t: ``claim``, ``comparison``, ``group``,
         ``measure``, ``scale``, ``n_pairs``, ``sd`` (of the differences), ``mde`` (in effect
         units: a log ratio, or a difference), ``mde_ratio_low``/``mde_ratio_high`` (for log:
-        ``exp(∓mde)``), ``target`` and ``power_at_target`` (the power for a 1.5× ratio, a
-        0.10 accuracy drop or a 0.05 AUROC difference), ``observed`` (the run's effect, as a
+        ``exp(∓mde)``), ``target`` and ``power_at_target`` (the power for a 1.5× TopoLip
+        ratio, a 1.3× median-radius ratio, a 0.10 accuracy drop or a 0.05 AUROC difference;
+        :data:`TARGETS`), ``observed`` (the run's effect, as a
         ratio for log) and ``text`` (the MDE in words).
 
     Examples
@@ -306,7 +332,7 @@ def power_table(verdicts: pd.DataFrame, *, alpha: float = 0.05,
         sd = float(r["se"]) * math.sqrt(n) if n >= 2 else math.nan
         mde = stats.minimum_detectable_effect(sd, n, alpha=alpha, power=power)
         log = r["scale"] == "log"
-        target = TARGETS["log"] if log else TARGETS.get(r["measure"], TARGETS["accuracy_drop"])
+        target = TARGETS.get(r["measure"], TARGETS["log" if log else "accuracy_drop"])
         row = {"claim": r["claim"], "comparison": r["comparison"], "group": r["group"],
                "measure": r["measure"], "scale": r["scale"], "n_pairs": n, "sd": sd,
                "mde": mde, "mde_ratio_low": math.exp(-mde) if log else math.nan,

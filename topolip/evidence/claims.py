@@ -44,7 +44,8 @@ from topolip.roster import label
 from topolip.schema import require_columns
 
 __all__ = [
-    "CHECKS", "FAMILY_PAIRS", "LADDER", "Claim", "Verdict", "evaluate", "family_below_counts",
+    "CHECKS", "FAMILY_PAIRS", "FLOOR_VERDICT", "LADDER", "ROBUST_FLOOR", "Claim", "Verdict",
+    "evaluate", "family_below_counts",
     "family_comparisons", "families", "claim_findings", "load_claims", "most_robust_vs_smoothest",
     "smoothness_table", "verdict_counts", "with_options",
 ]
@@ -57,6 +58,15 @@ LADDER: tuple[str, ...] = roster.LADDER
 
 #: The noise-floor flag of ``topolip_summary.csv`` (empty when the ratio can be trusted).
 FLAG_COLUMN = "end_to_end_flag"
+
+#: The verdict of a comparison where either side's robust accuracy is at the floor or the
+#: ceiling (:data:`ROBUST_FLOOR`): never decided, out of its Holm family.
+FLOOR_VERDICT = "floor/ceiling"
+
+#: A side whose mean robust accuracy over its seeds is at most the first or at least the second
+#: (share of the images at that ε) is at the floor or the ceiling: its accuracy drop there is
+#: its clean accuracy (or nothing), so the comparison says nothing about robustness.
+ROBUST_FLOOR: tuple[float, float] = (0.02, 0.98)
 
 _KEYS = ("id", "statement", "source", "check")
 
@@ -376,24 +386,31 @@ def _finish(rows: list[dict], claim: str, primary: Mapping[str, str], *, alpha: 
     """Roles, Holm over the secondaries, the decision intervals and verdicts."""
     key = (primary.get("comparison"), primary.get("group"))
     is_primary = [r["main"] and (r["comparison"], r["group"]) == key for r in rows]
-    secondary = [i for i, f in enumerate(is_primary) if not f]
+    # a row on the robust-accuracy floor or ceiling is not a test: out of the Holm family
+    secondary = [i for i, f in enumerate(is_primary) if not f and not rows[i].get("floor")]
     adjusted = dict(zip(secondary, stats.holm([rows[i]["test"].pvalue for i in secondary]),
                         strict=True))
     out = []
     for i, r in enumerate(rows):
         t: stats.PairedTest = r["test"]
-        p_adj = t.pvalue if is_primary[i] else float(adjusted[i])
-        coverage = stats.adjusted_coverage(t.pvalue, p_adj, alpha=alpha)
-        low, high = stats.t_interval(t.effect, t.se, t.df, coverage)
-        if t.se == 0 and t.n_pairs >= 2:
+        floor = r.get("floor", "")
+        p_adj = math.nan if floor else t.pvalue if is_primary[i] else float(adjusted[i])
+        coverage = stats.adjusted_coverage(t.pvalue, p_adj, alpha=alpha) if not floor \
+            else math.nan
+        low, high = (stats.t_interval(t.effect, t.se, t.df, coverage) if not floor
+                     else (math.nan, math.nan))
+        if t.se == 0 and t.n_pairs >= 2 and not floor:
             low = high = t.effect
         role = "primary" if is_primary[i] else "secondary"
         detail = "; ".join(r["notes"]) + (
+            f"; not informative: {floor}" if floor else
             "; primary: tested alone at alpha" if role == "primary"
             else f"; secondary: Holm over the claim's {len(secondary)} secondary comparisons")
         verdict = stats.decide(t.effect, p_adj, t.n_pairs, alpha=alpha,
-                               claimed_sign=claimed_sign)
-        if verdict == "not enough seeds" and t.n_pairs + r["n_excluded"] >= stats.MIN_SEEDS:
+                               claimed_sign=r.get("claimed_sign", claimed_sign))
+        if floor:
+            verdict = FLOOR_VERDICT
+        elif verdict == "not enough seeds" and t.n_pairs + r["n_excluded"] >= stats.MIN_SEEDS:
             verdict = "noise floor"     # the pairs were there; the floor dropped them
         out.append(Verdict(
             claim, r["comparison"], verdict,
@@ -405,7 +422,8 @@ def _finish(rows: list[dict], claim: str, primary: Mapping[str, str], *, alpha: 
             ratio_high=_exp(high) if r["scale"] == "log" else math.nan,
             pvalue=t.pvalue, p_adjusted=p_adj, se=t.se, sd=t.sd, df=t.df, n_pairs=t.n_pairs,
             n_excluded=r["n_excluded"], n_seeds=r["n_seeds"], n_images=r["n_images"],
-            flag=r["flag"], detail=detail))
+            flag="; ".join(f for f in (r["flag"], floor and f"floor/ceiling: {floor}") if f),
+            detail=detail))
     if key[0] is not None and not any(is_primary):
         out.insert(0, Verdict(claim, str(key[0]), "not measured", group=str(key[1]),
                               role="primary", family=f"{claim}: primary",
@@ -550,14 +568,52 @@ def _masking_flags(rows: list[dict], tables: Mapping[str, pd.DataFrame],
             r["flag"] = f"gradient-masking check failed in {k} seed pairs"
 
 
+def _robust_floor(robust: pd.DataFrame, archs: Sequence[str], kinds: Sequence[str]) -> str:
+    """Why a comparison of ``archs`` under ``kinds`` is not informative: the sides whose mean
+    robust accuracy over their seeds is at the floor or ceiling (:data:`ROBUST_FLOOR`); ""
+    when none is."""
+    lo, hi = ROBUST_FLOOR
+    out = []
+    for kind in kinds:
+        for arch in archs:
+            acc = robust.loc[(robust["perturbation"] == kind) & (robust["arch"] == arch),
+                             "accuracy"].astype(float)
+            if len(acc) and (acc.mean() <= lo or acc.mean() >= hi):
+                out.append(f"the {label(arch)}'s robust accuracy under {label(kind)} is "
+                           f"{acc.mean():.3g} ({'floor' if acc.mean() <= lo else 'ceiling'})")
+    return "; ".join(out)
+
+
+def _radius_rows(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[dict]:
+    """Attention against convolution on the median minimal radius (log scale, attention
+    claimed larger), one group per bisected attack of ``radius_summary`` (when present)."""
+    rs = tables.get(claim.options.get("radius_table", "radius_summary"))
+    if rs is None or not len(rs):
+        return []
+    require_columns(rs, ["arch", "seed", "group", "median_radius", "n_images"],
+                    "radius_summary")
+    rows = _comparison_rows(rs, "median_radius", group_col="group", scale="log",
+                            flag_column=None, n_images_col="n_images")
+    for r in rows:
+        r["claimed_sign"] = 1
+        r["notes"].append("median minimal L-inf radius per model (robust accuracy crosses one "
+                          "half there; 0 for a model that classifies fewer than half its "
+                          "images, which drops its pair): attention claimed larger")
+    return rows
+
+
 def smaller_accuracy_drop(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
-    """Attention loses less accuracy, per family pair and perturbation: the attack ladder of
-    ``robustness`` at the TopoLip ε, and the corruptions of ``topolip_summary`` (raw paired t
-    on the accuracy drop). Ladder rows whose verdict changes with attack strength, or whose
-    models failed a gradient-masking check (``masking``, when given), are flagged.
+    """Attention is more robust, per family pair: a larger median minimal radius
+    (``radius_summary``, log-scale paired t, when given), and a smaller accuracy drop under the
+    attack ladder of ``robustness`` at the TopoLip ε and the corruptions of
+    ``topolip_summary`` (raw paired t). A ladder row where either side's mean robust accuracy
+    is at the floor or ceiling (:data:`ROBUST_FLOOR`) is :data:`FLOOR_VERDICT`, out of its Holm
+    family. Ladder rows whose verdict changes with attack strength, or whose models failed a
+    gradient-masking check (``masking``, when given), are flagged.
 
     Options: ``ladder`` (default :data:`LADDER`), ``strength`` (default ``topolip``),
-    ``corruptions`` (default: every kind of ``topolip_summary`` but FGSM and PGD), ``alpha``.
+    ``corruptions`` (default: every kind of ``topolip_summary`` but FGSM and PGD),
+    ``radius_table`` (default ``radius_summary``), ``alpha``.
     """
     o = claim.options
     ladder = list(o.get("ladder", LADDER))
@@ -566,6 +622,10 @@ def smaller_accuracy_drop(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> l
     rows = _comparison_rows(robust, "accuracy_drop", group_col="perturbation", scale="raw",
                             n_images_col="n" if "n" in robust else None)
     _masking_flags(rows, tables, robust)
+    if "accuracy" in robust:
+        for r in rows:
+            r["floor"] = _robust_floor(robust, r["comparison"].split(" vs "), [r["group"]])
+    rows = _radius_rows(claim, tables) + rows
     summary = _tables(tables, "topolip_summary")
     kinds = o.get("corruptions") or [k for k in pd.unique(summary["perturbation"])
                                      if k not in ("fgsm", "pgd", *ladder)]
@@ -574,7 +634,8 @@ def smaller_accuracy_drop(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> l
         rows += _comparison_rows(corr, "accuracy_drop", group_col="perturbation", scale="raw")
     out = _finish(rows, claim.id, claim.primary, alpha=_alpha(claim), claimed_sign=-1)
     for att, conv in FAMILY_PAIRS:
-        rungs = [v for v in out if v.comparison == f"{att} vs {conv}" and v.group in ladder]
+        rungs = [v for v in out if v.comparison == f"{att} vs {conv}" and v.group in ladder
+                 and v.verdict != FLOOR_VERDICT]
         if len({v.verdict for v in rungs}) > 1:
             text = "verdict changes with attack strength: " + ", ".join(
                 f"{v.group} {v.verdict}" for v in sorted(rungs, key=lambda v:
@@ -585,15 +646,23 @@ def smaller_accuracy_drop(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> l
 
 
 def helps_only_weak(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
-    """The rival claim: attention's accuracy-drop advantage holds against weak attacks only.
+    """The rival claim: attention's robustness advantage holds against weak attacks only.
 
-    Per family pair and (weak, strong) pair of rungs: the per-seed difference
-    ``(drop_att − drop_conv)_weak − (drop_att − drop_conv)_strong`` (raw paired t over the
-    seeds with all four values). Negative: attention's advantage is larger under the weak
-    attack (the rival claim's direction); positive: it grows with attack strength.
+    Per family pair, on the radii (``radius_summary``, when given; group
+    ``"fgsm_radius vs autoattack_radius"``): the per-seed change of attention's log radius
+    advantage ``log r_att − log r_conv`` from APGD-CE + APGD-T to FGSM (paired t; positive: the
+    advantage is larger under the weak attack, the rival claim's direction; its ratio is a
+    ratio of radius ratios). Off the floor by construction: a radius is defined wherever the
+    model classifies half its images.
+
+    Per family pair and (weak, strong) pair of rungs of ``robustness`` at the TopoLip ε: the
+    per-seed difference ``(drop_att − drop_conv)_weak − (drop_att − drop_conv)_strong`` (raw
+    paired t over the seeds with all four values). Negative: attention's advantage is larger
+    under the weak attack (the rival claim's direction). A contrast where any of its four
+    sides is at the robust-accuracy floor or ceiling is :data:`FLOOR_VERDICT`.
 
     Options: ``contrasts`` (default ``[[fgsm, autoattack], [fgsm, pgd]]``), ``strength``
-    (default ``topolip``), ``alpha``. The primary's group is ``"fgsm vs autoattack"``.
+    (default ``topolip``), ``radius_table`` (default ``radius_summary``), ``alpha``.
     """
     o = claim.options
     contrasts = [tuple(c) for c in o.get("contrasts", [["fgsm", "autoattack"], ["fgsm", "pgd"]])]
@@ -603,7 +672,32 @@ def helps_only_weak(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Ve
     values = _by_seed(robust.assign(accuracy_drop=robust["accuracy_drop"].astype(float)),
                       "accuracy_drop", "perturbation")
     rows = []
+    rs = tables.get(o.get("radius_table", "radius_summary"))
+    radii = None
+    if rs is not None and len(rs):
+        require_columns(rs, ["arch", "seed", "group", "median_radius"], "radius_summary")
+        med = rs["median_radius"].astype(float)
+        # a median of 0 (fewer than half the images classified) or +inf (censored): no log
+        log_r = np.log(med.where((med > 0) & np.isfinite(med)))
+        radii = _by_seed(rs.assign(log_r=log_r), "log_r", "group")
     for att, conv in FAMILY_PAIRS:
+        if radii is not None and {att, conv} <= set(radii.columns) \
+                and {"fgsm_radius", "autoattack_radius"} <= set(radii.index.get_level_values(0)):
+            adv_w = radii.xs("fgsm_radius", level=0)[att] - radii.xs("fgsm_radius", level=0)[conv]
+            adv_s = (radii.xs("autoattack_radius", level=0)[att]
+                     - radii.xs("autoattack_radius", level=0)[conv])
+            both = pd.concat([adv_w, adv_s], axis=1, keys=["w", "s"]).dropna()
+            test = stats.paired_t(both["w"].to_numpy(), both["s"].to_numpy())
+            rows.append(dict(
+                comparison=f"{att} vs {conv}", group="fgsm_radius vs autoattack_radius",
+                measure="log_median_radius", scale="log", test=test, attention=math.nan,
+                convolution=math.nan, n_excluded=0, n_seeds=f"{len(both)}/{len(both)}",
+                n_images=math.nan, main=True, flag="", claimed_sign=1,
+                notes=[f"paired t over {test.n_pairs} seeds of the change in attention's log "
+                       "median-radius advantage from APGD-CE + APGD-T to FGSM: radius ratio "
+                       f"{_exp(float(both['w'].mean())) if len(both) else math.nan:.3g} under "
+                       f"FGSM, {_exp(float(both['s'].mean())) if len(both) else math.nan:.3g} "
+                       "under APGD-CE + APGD-T (geometric means)"]))
         for weak, strong in contrasts:
             if not {att, conv} <= set(values.columns) or not {weak, strong} <= set(
                     values.index.get_level_values(0)):
@@ -617,6 +711,8 @@ def helps_only_weak(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Ve
                 measure="accuracy_drop", scale="raw", test=test, attention=math.nan,
                 convolution=math.nan, n_excluded=0,
                 n_seeds=f"{len(both)}/{len(both)}", n_images=math.nan, main=True, flag="",
+                floor=_robust_floor(robust, (att, conv), (weak, strong))
+                if "accuracy" in robust else "",
                 notes=[f"paired t over {test.n_pairs} seeds of the change in (attention − "
                        f"convolution) accuracy drop from {strong} to {weak}: mean advantage "
                        f"difference {float(both['w'].mean()) if len(both) else math.nan:+.3g} "
@@ -971,7 +1067,8 @@ def evaluate(claims: list[Claim], tables: Mapping[str, pd.DataFrame]) -> pd.Data
 _DECISIVE = ("supported", "contradicted")
 #: Verdicts of rows that could not decide whatever the data: too few seeds, pairs the noise
 #: floor dropped, a family whose smallest attainable p is above alpha, a primary not measured.
-_CANNOT_DECIDE = ("not enough seeds", "noise floor", "description", "not measured")
+_CANNOT_DECIDE = ("not enough seeds", "noise floor", "description", "not measured",
+                  FLOOR_VERDICT)
 
 
 def families(verdicts: pd.DataFrame) -> pd.DataFrame:
@@ -1004,6 +1101,8 @@ def families(verdicts: pd.DataFrame) -> pd.DataFrame:
 
 _MEASURE_WORDS = {"end_to_end_scale_free": "scale-free TopoLip", "end_to_end": "raw TopoLip",
                   "accuracy_drop": "accuracy drop", "auroc": "OOD AUROC",
+                  "median_radius": "median minimal radius",
+                  "log_median_radius": "median-radius ratio change",
                   "relative_drop": "relative accuracy drop"}
 
 
@@ -1025,6 +1124,28 @@ def _sentence(r: Mapping, mde: Mapping | None = None) -> str:
     extra = ""
     if mde:
         extra = f"; the design detects {mde['text']} with 80% power"
+    if r["verdict"] == FLOOR_VERDICT:
+        why = str(r.get("flag", "")).rpartition("floor/ceiling: ")[2] or "a side at the floor"
+        return (f"Not informative (floor/ceiling) {under} {where}: {why}; the accuracy drop "
+                "there measures clean accuracy, not robustness, so it is not tested.")
+    if r["measure"] == "log_median_radius":
+        body = (f"the {att}'s median-radius ratio to the {conv} is "
+                f"{_fmt(r['ratio'], '{:.2f}')}× larger under FGSM than under APGD-CE + APGD-T "
+                f"({pct} interval {_fmt(r['ratio_low'], '{:.2f}')}–"
+                f"{_fmt(r['ratio_high'], '{:.2f}')}, {p}{extra})")
+        if decisive:
+            return ((f"The {att}'s advantage is larger against the weak attack, as the rival "
+                     "claim predicts: ") if r["effect"] > 0 else
+                    (f"The {att}'s advantage is smaller against the weak attack, the opposite "
+                     "of what the rival claim predicts: ")) + body + "."
+        return f"No decisive change with attack strength: {body}, {r['verdict']}."
+    if r["measure"] == "median_radius":
+        body = (f"the {att}'s {where} is {_fmt(r['ratio'], '{:.2f}')}× the {conv}'s ({pct} "
+                f"interval {_fmt(r['ratio_low'], '{:.2f}')}–{_fmt(r['ratio_high'], '{:.2f}')}, "
+                f"{p}{extra})")
+        if decisive:
+            return f"The {att if r['ratio'] > 1 else conv} is more robust: {body}."
+        return f"No decisive difference: {body}, {r['verdict']}."
     if r["comparison"].startswith("Kendall"):
         level = "of the architecture means" if "architecture means" in r["comparison"] else \
             "within architectures"
@@ -1150,8 +1271,7 @@ def claim_findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
         "records")]
     p = tested["p_adjusted"].astype(float)
     close = tested[(p >= near[0] * alpha) & (p < near[1] * alpha)
-                   & ~tested["verdict"].isin(["not enough seeds", "noise floor",
-                                              "description"])]
+                   & ~tested["verdict"].isin(_CANNOT_DECIDE)]
     near_list = [f"{r['comparison']}, {label(r['group'])} ({r['claim']}): "
                  f"p = {r['p_adjusted']:.2g} ({r['verdict']})" for r in close.to_dict("records")]
     ladder = sorted({f for f in verdicts["flag"].fillna("").astype(str)

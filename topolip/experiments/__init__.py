@@ -31,6 +31,13 @@ from topolip.experiments.ood import (
     ood_auroc_resamples,
     ood_behaviour,
 )
+from topolip.experiments.radii import (
+    RADIUS_METHODS,
+    radii_trained,
+    radius_check,
+    radius_summary,
+    robust_curve,
+)
 from topolip.experiments.robustness import (
     attack_ladder,
     max_softmax,
@@ -45,6 +52,7 @@ from topolip.experiments.sweeps import (
 )
 
 __all__ = [
+    "RADIUS_METHODS",
     "ModelImages",
     "ModelMeasurement",
     "SweepPoint",
@@ -66,6 +74,10 @@ __all__ = [
     "ood_auroc_resamples",
     "ood_behaviour",
     "paired_displacement",
+    "radii_trained",
+    "radius_check",
+    "radius_summary",
+    "robust_curve",
     "robustness_curves",
     "robustness_trained",
     "rtd_lite",

@@ -30,6 +30,7 @@ from topolip.perturbations.ood_sets import (
     load_ood_batches,
 )
 from topolip.perturbations.radius import (
+    RADIUS_ATTACKS,
     RadiusResult,
     eps_grid_from_radii,
     fab_radius,
@@ -45,6 +46,7 @@ __all__ = [
     "MAX_SEVERITY",
     "OOD_SETS",
     "PERTURBATIONS",
+    "RADIUS_ATTACKS",
     "RadiusResult",
     "SEVERITIES",
     "autoattack",

@@ -44,7 +44,7 @@ from torch import nn
 
 from topolip import roster
 from topolip.perturbations.corruptions import CORRUPTIONS, corrupt
-from topolip.tensors import check_images, eval_mode
+from topolip.tensors import Logits, check_classifier_inputs, check_images, eval_mode, model_device
 
 __all__ = ["ATTACKS", "LADDER", "PERTURBATIONS", "autoattack", "check_strength", "fgsm",
            "perturb", "perturb_at", "pgd", "random_sign", "square"]
@@ -121,7 +121,7 @@ def fgsm(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float, *,
     """
     eps = _check_eps(eps)
     _check_batch_size(batch_size)
-    _check_inputs(model, x, y)
+    check_classifier_inputs(model, x, y)
     if eps == 0.0:
         return x.detach().clone()
     return _run_attack(model, x, y, lambda m: torchattacks.FGSM(m, eps=eps), batch_size)
@@ -219,7 +219,7 @@ def pgd(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float, *,
         raise ValueError(
             f"alpha (PGD step, pixel units) must be positive and finite, got {alpha!r}"
         )
-    _check_inputs(model, x, y)
+    check_classifier_inputs(model, x, y)
     if eps == 0.0:
         return x.detach().clone()
 
@@ -314,7 +314,7 @@ def autoattack(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float, *
     steps = _check_count(steps, "steps")
     restarts = _check_count(restarts, "restarts")
     n_target_classes = _check_count(n_target_classes, "n_target_classes")
-    k = _check_inputs(model, x, y)
+    k = check_classifier_inputs(model, x, y)
     if k < 4:
         raise ValueError(f"autoattack needs a model with at least 4 logits (APGD-T's DLR loss "
                          f"uses the fourth largest), got {k}")
@@ -403,7 +403,7 @@ def square(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float, *,
             0 < p_init <= 1):
         raise ValueError(f"p_init (fraction of pixels of the first square) must be in (0, 1], "
                          f"got {p_init!r}")
-    _check_inputs(model, x, y)
+    check_classifier_inputs(model, x, y)
     if eps == 0.0:
         return x.detach().clone()
     return _run_seeded(
@@ -659,24 +659,12 @@ _OPTIONS: dict[str, set[str]] = {
 }
 
 
-class _Logits(nn.Module):
-    """What torchattacks attacks: images in [0, 1] ``(N, C, H, W)`` to logits ``(N, K)``."""
-
-    def __init__(self, model: nn.Module):
-        super().__init__()
-        self.model = model
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.model(x)
-        return out[0] if isinstance(out, tuple | list) else out
-
-
 def _run_attack(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
                 make: Callable[[nn.Module], torchattacks.attack.Attack],
                 batch_size: int) -> torch.Tensor:
-    device = _model_device(model)
+    device = model_device(model)
     dtype = next(model.parameters()).dtype
-    wrapped = _Logits(model)
+    wrapped = Logits(model)
     out = torch.empty_like(x, device=x.device)
     with eval_mode(model), torch.enable_grad():
         attack = make(wrapped)
@@ -694,7 +682,7 @@ def _run_seeded(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     """:func:`_run_attack` with the global RNG (CPU and the model's CUDA device) seeded with
     ``seed`` and restored afterwards: torchattacks draws random starts from it, and APGD and
     Square reseed it themselves."""
-    device = _model_device(model)
+    device = model_device(model)
     devices = [device] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(int(seed))
@@ -705,14 +693,6 @@ def _check_count(value: int, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
-
-
-def _model_device(model: nn.Module) -> torch.device:
-    try:
-        return next(model.parameters()).device
-    except StopIteration:
-        raise ValueError("the model has no parameters; attacks need a differentiable classifier "
-                         "with parameters (their device is where the attack runs)") from None
 
 
 def _check_eps(eps: float) -> float:
@@ -730,34 +710,3 @@ def _check_batch_size(batch_size: int) -> None:
     if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) \
             or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-
-
-def _check_inputs(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> int:
-    """Validate images and labels against the model; return its number of logits K."""
-    if not isinstance(model, nn.Module):
-        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    check_images(x)
-    if not isinstance(y, torch.Tensor) or y.ndim != 1 or y.is_floating_point() \
-            or y.dtype == torch.bool:
-        got = (f"{y.dtype} tensor of shape {tuple(y.shape)}" if isinstance(y, torch.Tensor)
-               else type(y).__name__)
-        raise ValueError(f"y must be a 1-D integer tensor of labels, got {got}")
-    if len(y) != len(x):
-        raise ValueError(f"x has {len(x)} images but y has {len(y)} labels")
-    device = _model_device(model)
-    dtype = next(model.parameters()).dtype
-    with eval_mode(model), torch.no_grad():
-        try:
-            logits = _Logits(model)(x[:1].to(device, dtype))
-        except RuntimeError as err:
-            raise ValueError(
-                f"the model cannot take images of shape {tuple(x.shape[1:])} (C, H, W): {err}"
-            ) from err
-    if not isinstance(logits, torch.Tensor) or logits.ndim != 2:
-        shape = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
-        raise ValueError(f"the model must return logits of shape (N, K), got {shape}")
-    k = logits.shape[1]
-    if int(y.min()) < 0 or int(y.max()) >= k:
-        raise ValueError(f"labels must be in 0..{k - 1} (the model has {k} logits), got "
-                         f"labels in {int(y.min())}..{int(y.max())}")
-    return k

@@ -50,11 +50,15 @@ import torch
 import torchattacks
 from torch import nn
 
-from topolip.perturbations.attacks import autoattack
-from topolip.tensors import check_images, eval_mode
+from topolip.perturbations.attacks import autoattack, fgsm
+from topolip.tensors import Logits, check_classifier_inputs, eval_mode, model_device
 
-__all__ = ["RadiusResult", "eps_grid_from_radii", "fab_radius", "minimal_radius",
-           "radius_agreement", "robust_accuracy_from_radii"]
+__all__ = ["RADIUS_ATTACKS", "RadiusResult", "eps_grid_from_radii", "fab_radius",
+           "minimal_radius", "radius_agreement", "robust_accuracy_from_radii"]
+
+#: The attacks :func:`minimal_radius` bisects with: APGD-CE + APGD-T (the ladder's strongest
+#: white-box rung) and FGSM (its weakest, for the rival claim's weak-against-strong contrast).
+RADIUS_ATTACKS = ("autoattack", "fgsm")
 
 #: Slack of the per-image norm check: float32 rounding of ``x + delta`` (pixel units).
 NORM_SLACK = 1e-6
@@ -100,27 +104,33 @@ class RadiusResult:
 
 
 def minimal_radius(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps_max: float,
-                   steps: int = 5, eps_min: float | None = None, apgd_steps: int = 20,
-                   n_target_classes: int = 3, seed: int = 0,
-                   batch_size: int = 256) -> RadiusResult:
+                   steps: int = 4, eps_min: float | None = None, bracket: float = 4.0,
+                   attack: str = "autoattack", apgd_steps: int = 20, n_target_classes: int = 3,
+                   seed: int = 0, batch_size: int = 256) -> RadiusResult:
     r"""Minimal adversarial L∞ radius per image: bracket on a geometric grid, then bisect.
 
     1. Clean-misclassified images get radius 0 (their clean image is their adversarial one).
     2. **Bracket**: every other image is attacked at ``eps_max``; those not broken are
-       censored (+inf). The broken ones are attacked again at ``eps_max / 2``, those broken
-       there at ``eps_max / 4``, and so on down to ``eps_min``: each image's bracket is
-       ``(lo, hi]`` with ``hi`` the smallest budget that broke it (its adversarial image kept)
-       and ``lo = hi / 2`` the next one down that did not (``lo = 0`` below ``eps_min``).
+       censored (+inf). The broken ones are attacked again at ``eps_max / bracket``, those
+       broken there at ``eps_max / bracket**2``, and so on down to ``eps_min``: each image's
+       bracket is ``(lo, hi]`` with ``hi`` the smallest budget that broke it (its adversarial
+       image kept) and ``lo = hi / bracket`` the next one down that did not (``lo = 0`` below
+       ``eps_min``). Attacks above an image's radius are the cheap ones (APGD-T runs only on
+       what APGD-CE left), so a wide bracket (few rungs) and a few bisection steps cost less
+       than a fine grid.
     3. **Bisection**: ``steps`` times, each image is attacked at the geometric midpoint
        :math:`\sqrt{lo\,hi}` of its bracket (the arithmetic midpoint when ``lo = 0``); ``hi``
        moves down with its new adversarial image when the attack succeeds, ``lo`` up when it
        fails. Images sharing a bracket share a budget and are attacked together (one
        torchattacks call per group), so the work is vectorised over the batch.
 
-    The attack at every budget is :func:`topolip.perturbations.attacks.autoattack` (APGD-CE then
-    APGD-T against the ``n_target_classes`` most likely wrong classes, ``apgd_steps`` iterations
-    each, seeded by ``seed``). The final bracket is at most :math:`2^{2^{-\text{steps}}}` wide in
-    ratio (0.55% relative for 7 steps, 2.2% for 5); the reported radius is its top, an upper
+    The attack at every budget is, for ``attack="autoattack"``,
+    :func:`topolip.perturbations.attacks.autoattack` (APGD-CE then APGD-T against the
+    ``n_target_classes`` most likely wrong classes, ``apgd_steps`` iterations each, seeded by
+    ``seed``), and for ``attack="fgsm"`` :func:`topolip.perturbations.attacks.fgsm` (one
+    gradient-sign step). The final bracket is at most
+    :math:`b^{2^{-\text{steps}}}` wide in ratio, :math:`b` = ``bracket`` (9.1% for
+    :math:`b = 4` and 4 steps, 4.4% for 5); the reported radius is its top, an upper
     bound on the true minimal radius whenever the attack succeeds (the attack is not monotone
     in ε, so a success below ``lo`` cannot be ruled out: the radius stays an upper bound).
 
@@ -135,12 +145,17 @@ def minimal_radius(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps_ma
         True labels.
     eps_max : float
         Largest budget tried, pixel units, in (0, 1].
-    steps : int, default=5
+    steps : int, default=4
         Bisection steps after the bracket (>= 1).
     eps_min : float, optional
-        Smallest grid budget of the bracket, in (0, ``eps_max``]; default ``eps_max / 256``.
+        Smallest grid budget of the bracket, in (0, ``eps_max``]; default
+        ``eps_max / bracket**5``.
+    bracket : float, default=4.0
+        Ratio between the bracket's rungs (> 1).
+    attack : {"autoattack", "fgsm"}, default="autoattack"
+        The attack bisected (:data:`RADIUS_ATTACKS`).
     apgd_steps : int, default=20
-        Iterations of each APGD run.
+        Iterations of each APGD run (``attack="autoattack"`` only).
     n_target_classes : int, default=3
         Target classes of APGD-T, in ``1 .. K-1``.
     seed : int, default=0
@@ -155,9 +170,10 @@ def minimal_radius(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps_ma
     Raises
     ------
     ValueError
-        If ``eps_max`` is not in (0, 1], ``eps_min`` not in (0, eps_max], ``steps`` or
-        ``apgd_steps`` is not a positive integer; the images or labels are invalid (NaN,
-        wrong shape, out of [0, 1]; see :func:`topolip.tensors.check_images`); or an image
+        If ``eps_max`` is not in (0, 1], ``eps_min`` not in (0, eps_max], ``bracket`` not
+        > 1, ``attack`` unknown, ``steps`` or ``apgd_steps`` is not a positive integer; the
+        model, images or labels are invalid (NaN, wrong shape, out of [0, 1], labels out of
+        range; see :func:`topolip.tensors.check_classifier_inputs`); or an image
         fails the final check (its adversarial image is classified correctly, lies outside the
         reported norm or outside [0, 1]) — the image's index is named.
 
@@ -174,14 +190,19 @@ def minimal_radius(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps_ma
     >>> bool((r.norm <= r.radius + 1e-6).all()), r.radius.shape
     (True, (6,))
     """
-    eps_max = _positive_budget(eps_max, "eps_max")
-    eps_min = eps_max / 256 if eps_min is None else _positive_budget(eps_min, "eps_min")
+    if attack not in RADIUS_ATTACKS:
+        raise ValueError(f"attack must be one of {list(RADIUS_ATTACKS)}, got {attack!r}")
+    if isinstance(bracket, bool) or not isinstance(bracket, numbers.Real) \
+            or not math.isfinite(bracket) or not bracket > 1:
+        raise ValueError(f"bracket must be a number > 1 (the ratio between rungs), "
+                         f"got {bracket!r}")
+    bracket = float(bracket)
+    _, eps_max, steps, apgd_steps = _check_call(model, x, y, eps_max, steps=steps,
+                                                apgd_steps=apgd_steps)
+    eps_min = (eps_max / bracket ** 5 if eps_min is None
+               else _positive_budget(eps_min, "eps_min"))
     if eps_min > eps_max:
         raise ValueError(f"eps_min ({eps_min}) must not exceed eps_max ({eps_max})")
-    steps = _count(steps, "steps")
-    apgd_steps = _count(apgd_steps, "apgd_steps")
-    check_images(x)
-    _check_labels(x, y)
     n = len(x)
     correct = _predict(model, x) == y.cpu()
     adv = x.detach().clone()
@@ -191,32 +212,36 @@ def minimal_radius(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps_ma
     hi = np.full(n, np.inf)
     calls = 0
 
-    def attack(idx: np.ndarray, eps: float) -> np.ndarray:
+    def run(idx: np.ndarray, eps: float) -> np.ndarray:
         """Attack images ``idx`` at ``eps``; keep the successes' images; return success mask."""
         nonlocal calls
         calls += 1
         ii = torch.as_tensor(idx, dtype=torch.long, device=x.device)
-        out = autoattack(model, x[ii], y[ii.to(y.device)], eps, steps=apgd_steps,
-                         n_target_classes=n_target_classes, seed=seed, batch_size=batch_size)
+        if attack == "fgsm":
+            out = fgsm(model, x[ii], y[ii.to(y.device)], eps, batch_size=batch_size)
+        else:
+            out = autoattack(model, x[ii], y[ii.to(y.device)], eps, steps=apgd_steps,
+                             n_target_classes=n_target_classes, seed=seed,
+                             batch_size=batch_size)
         fooled = (_predict(model, out) != y[ii.to(y.device)].cpu()).numpy()
         ok = torch.as_tensor(fooled, device=x.device)
         adv[ii[ok]] = out[ok]
         return fooled
 
-    # 2. bracket on the geometric grid eps_max, eps_max/2, ... >= eps_min
+    # 2. bracket on the geometric grid eps_max, eps_max/bracket, ... >= eps_min
     todo = np.flatnonzero(correct.numpy())
     eps = eps_max
     while todo.size:
-        fooled = attack(todo, eps)
+        fooled = run(todo, eps)
         hi[todo[fooled]] = eps
         lo[todo[~fooled]] = eps
         if eps == eps_max:
             censored[todo[~fooled]] = True
         todo = todo[fooled]
-        if eps / 2 < eps_min * (1 - 1e-12):
+        if eps / bracket < eps_min * (1 - 1e-12):
             lo[todo] = 0.0
             break
-        eps = eps / 2
+        eps = eps / bracket
     # 3. bisection, one attack per group of images sharing a bracket
     live = np.flatnonzero(correct.numpy() & ~censored)
     for _ in range(steps):
@@ -225,7 +250,7 @@ def minimal_radius(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps_ma
         mids = np.where(lo[live] > 0, np.sqrt(lo[live] * hi[live]), hi[live] / 2)
         for mid in np.unique(mids):
             group = live[mids == mid]
-            fooled = attack(group, float(mid))
+            fooled = run(group, float(mid))
             hi[group[fooled]] = mid
             lo[group[~fooled]] = mid
     radius[correct.numpy()] = hi[correct.numpy()]
@@ -285,16 +310,12 @@ def fab_radius(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps_max: f
     .. [1] F. Croce, M. Hein, "Minimally distorted Adversarial Examples with a Fast Adaptive
        Boundary Attack", ICML 2020, arXiv:1907.02044.
     """
-    eps_max = _positive_budget(eps_max, "eps_max")
-    steps = _count(steps, "steps")
-    restarts = _count(restarts, "restarts")
-    batch_size = _count(batch_size, "batch_size")
-    check_images(x)
-    _check_labels(x, y)
-    device = _device(model)
+    k, eps_max, steps, restarts, batch_size = _check_call(model, x, y, eps_max, steps=steps,
+                                                          restarts=restarts,
+                                                          batch_size=batch_size)
+    device = model_device(model)
     dtype = next(model.parameters()).dtype
-    wrapped = _Logits(model)
-    k = _n_logits(model, x)
+    wrapped = Logits(model)
     out = torch.empty_like(x)
     devices = [device] if device.type == "cuda" else []
     with eval_mode(model), torch.enable_grad(), torch.random.fork_rng(devices=devices):
@@ -483,53 +504,17 @@ def eps_grid_from_radii(radii: Mapping[object, np.ndarray], *, n_points: int = 1
     return np.concatenate([[0.0], np.geomspace(lo, hi, n_points)])
 
 
-class _Logits(nn.Module):
-    """Images in [0, 1] to logits ``(N, K)``: a model's first output when it returns a tuple."""
-
-    def __init__(self, model: nn.Module):
-        super().__init__()
-        self.model = model
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.model(x)
-        return out[0] if isinstance(out, tuple | list) else out
-
-
-def _device(model: nn.Module) -> torch.device:
-    try:
-        return next(model.parameters()).device
-    except StopIteration:
-        raise ValueError("the model has no parameters; a radius needs a differentiable "
-                         "classifier with parameters") from None
-
-
 @torch.no_grad()
 def _predict(model: nn.Module, x: torch.Tensor, batch_size: int = 512) -> torch.Tensor:
     """Predicted classes (CPU int64) of images ``x``."""
-    device = _device(model)
+    device = model_device(model)
     dtype = next(model.parameters()).dtype
-    wrapped = _Logits(model)
+    wrapped = Logits(model)
     out = []
     with eval_mode(model):
         for s in range(0, len(x), batch_size):
             out.append(wrapped(x[s:s + batch_size].to(device, dtype)).argmax(1).cpu())
     return torch.cat(out) if out else torch.empty(0, dtype=torch.long)
-
-
-def _n_logits(model: nn.Module, x: torch.Tensor) -> int:
-    device = _device(model)
-    with eval_mode(model), torch.no_grad():
-        return int(_Logits(model)(x[:1].to(device, next(model.parameters()).dtype)).shape[1])
-
-
-def _check_labels(x: torch.Tensor, y: torch.Tensor) -> None:
-    if not isinstance(y, torch.Tensor) or y.ndim != 1 or y.is_floating_point() \
-            or y.dtype == torch.bool:
-        got = (f"{y.dtype} tensor of shape {tuple(y.shape)}" if isinstance(y, torch.Tensor)
-               else type(y).__name__)
-        raise ValueError(f"y must be a 1-D integer tensor of labels, got {got}")
-    if len(y) != len(x):
-        raise ValueError(f"x has {len(x)} images but y has {len(y)} labels")
 
 
 def _check_result(model: nn.Module, x: torch.Tensor, y: torch.Tensor, r: RadiusResult) -> None:
@@ -564,6 +549,16 @@ def _radii(values, name: str) -> np.ndarray:
         raise ValueError(f"{name} holds negative radii at image(s) "
                          f"{np.flatnonzero(r < 0)[:5].tolist()}")
     return r
+
+
+def _check_call(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps_max,
+                **counts) -> tuple:
+    """The checks every radius search starts with: the model and its inputs, the largest
+    budget, and each named count a positive integer; returns ``(K, eps_max, *counts)``, ``K``
+    the model's number of logits."""
+    eps_max = _positive_budget(eps_max, "eps_max")
+    values = tuple(_count(v, name) for name, v in counts.items())
+    return (check_classifier_inputs(model, x, y), eps_max, *values)
 
 
 def _positive_budget(value, name: str) -> float:

@@ -520,6 +520,7 @@ def _register_book_figures() -> None:
         ("fig-compare-end-to-end", "plot_end_to_end", "topolip_summary", "03_compare", {}),
         ("fig-compare-by-layer", "plot_topolip_by_layer", "topolip", "03_compare", {}),
         ("fig-robustness-curves", "plot_accuracy_curves", "robustness", "04_robustness", {}),
+        ("fig-radius-curves", "plot_robust_curve", "robust_curve", "04_robustness", {}),
         ("fig-topolip-vs-drop", "plot_topolip_vs_accuracy", "topolip_summary", "04_robustness",
          {}),
         ("fig-sweep-size", "plot_size_sweep", "sweeps", "07_sweeps", {}),

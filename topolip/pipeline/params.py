@@ -622,6 +622,15 @@ SCHEMA: dict[str, Param] = {p.name: p for p in (
        "classes (standard: 9)"),
     _P("square_queries", _Int(1), "queries per image of the black-box Square attack "
        "(standard: 5000)"),
+    _P("n_radius", _Int(1), "test images per model of the minimal adversarial radii (the "
+       "seed's first, <= n_test)"),
+    _P("radius_eps_max", _Float(0.0, 1.0, lo_open=True), "largest L-inf budget the radii are "
+       "searched to (pixels of [0, 1]); an image not broken there is censored"),
+    _P("radius_steps", _Int(1), "bisection steps of each radius after its x4 bracket (final "
+       "bracket 4 ** (2 ** -steps) wide in ratio)"),
+    _P("radius_check_images", _Int(0), "images (the first) FAB also runs on, the radii's "
+       "cross-check (<= n_radius; 0: none)"),
+    _P("fab_steps", _Int(1), "FAB iterations of the cross-check (AutoAttack's: 100)"),
     _P("masking_large_eps", _EPS, "budget at which PGD must take accuracy to about 0"),
     _P("masking_tolerance", _Float(0.0, 1.0), "slack of the masking checks' accuracy "
        "comparisons"),
@@ -683,6 +692,12 @@ def _rule_sizes(p):
         yield ("val_size", "n_train"), f"val_size must be below n_train ({p['n_train']})"
     if "n_ladder" in p and "n_test" in p and p["n_ladder"] > p["n_test"]:
         yield ("n_ladder", "n_test"), f"n_ladder must be <= n_test ({p['n_test']})"
+    if "n_radius" in p and "n_test" in p and p["n_radius"] > p["n_test"]:
+        yield ("n_radius", "n_test"), f"n_radius must be <= n_test ({p['n_test']})"
+    if "radius_check_images" in p and "n_radius" in p \
+            and p["radius_check_images"] > p["n_radius"]:
+        yield (("radius_check_images", "n_radius"),
+               f"radius_check_images must be <= n_radius ({p['n_radius']})")
     if "pgd_steps" in p and "ladder_pgd_steps" in p \
             and p["pgd_steps"] >= p["ladder_pgd_steps"]:
         yield (("pgd_steps", "ladder_pgd_steps"),

@@ -32,7 +32,8 @@ from topolip.schema import require_columns
 __all__ = [
     "FIG_WIDTH", "STYLE", "plot_accuracy_curves", "plot_attention_scaling",
     "plot_bounds_vs_measured", "plot_conv_scaling", "plot_end_to_end", "plot_measure_study",
-    "plot_noise_floor", "plot_ood_behaviour", "plot_size_sweep", "plot_sweep",
+    "plot_noise_floor", "plot_ood_behaviour", "plot_robust_curve", "plot_size_sweep",
+    "plot_sweep",
     "plot_topolip_by_layer",
     "plot_topolip_vs_accuracy", "plot_training_curves", "plot_verdicts",
 ]
@@ -566,6 +567,71 @@ def plot_accuracy_curves(curves: pd.DataFrame, *, hue: str = "arch", ncols: int 
         ax.set_title(_name(kind))
     for ax in list(axes.flat)[len(kinds):]:
         ax.set_visible(False)
+    _figure_legend(fig, axes.flat[0])
+    _note(fig, profile_note)
+    _label_log_axes(fig)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))
+    return fig
+
+
+@_styled
+def plot_robust_curve(curve: pd.DataFrame, *, profile_note: str | None = None) -> plt.Figure:
+    """Robust accuracy over the ε grid from the minimal radii: one panel per bisected attack,
+    one line per model (architecture × seed).
+
+    Parameters
+    ----------
+    curve : pandas.DataFrame
+        ``robust_curve.csv`` (:func:`topolip.experiments.radii.robust_curve`): ``arch``,
+        ``seed``, ``method``, ``eps``, ``robust_accuracy``.
+    profile_note : str, optional
+        The profile the data came from, written under the panels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        x: ε in pixel units of [0, 1] images, log axis (the grid's positive budgets); y: the
+        share of the model's images whose minimal radius exceeds ε, from 0 to 1; a dotted line
+        at one half, where each curve crosses its model's median radius. Panels FGSM first,
+        then APGD-CE + APGD-T.
+
+    Raises
+    ------
+    ValueError
+        If ``curve`` is empty or lacks a column.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"arch": "vit", "seed": 0, "method": "fgsm",
+    ...                   "eps": [0.0, 0.01, 0.1], "robust_accuracy": [0.9, 0.5, 0.1]})
+    >>> fig = plot_robust_curve(t); len(fig.axes)
+    1
+    >>> plt.close(fig)
+    """
+    _require(curve, ["arch", "seed", "method", "eps", "robust_accuracy"], "robust curve")
+    c = curve[curve["eps"].astype(float) > 0]
+    if c.empty:
+        raise ValueError("robust curve has no positive budget to draw")
+    methods = [m for m in ("fgsm", "autoattack") if m in set(c["method"])] + [
+        m for m in dict.fromkeys(c["method"]) if m not in ("fgsm", "autoattack")]
+    fig, axes = plt.subplots(1, len(methods), figsize=(FIG_WIDTH, 3.2), squeeze=False,
+                             sharey=True)
+    palette = _palette(c["arch"])
+    order = _order(c["arch"])
+    for ax, method in zip(axes.flat, methods, strict=True):
+        part = c[c["method"] == method]
+        for arch in order:
+            for k, (_, g) in enumerate(part[part["arch"] == arch].groupby("seed")):
+                g = g.sort_values("eps")
+                ax.plot(g["eps"], g["robust_accuracy"], color=palette[arch], lw=1.1,
+                        alpha=0.8, label=arch if k == 0 else None)
+        ax.axhline(0.5, color="0.4", ls=":", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_xlabel("ε (L∞, pixels of [0, 1])")
+        ax.set_ylabel("robust accuracy")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(_name(method))
+    axes.flat[0].legend()
     _figure_legend(fig, axes.flat[0])
     _note(fig, profile_note)
     _label_log_axes(fig)
@@ -1393,7 +1459,7 @@ def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) ->
     v["group"] = v["group"].astype(str)
     claims = list(dict.fromkeys(v["claim"]))
     colors = {"supported": "#009E73", "contradicted": "#CC79A7", "inconclusive": "0.55",
-              "not enough seeds": "0.75", "noise floor": "0.85"}
+              "not enough seeds": "0.75", "noise floor": "0.85", "floor/ceiling": "0.85"}
     heights = [len(v[v["claim"] == c]) + 1 for c in claims]  # a row for the direction cue
     height = 0.22 * sum(heights) + 1.0 * len(claims) + 0.6
     fig, axes = plt.subplots(len(claims), 1, figsize=(FIG_WIDTH, height),

@@ -27,8 +27,8 @@ from topolip.report.format import ARCH_LABELS, arch_label, arch_ranking, glue_te
 
 __all__ = [
     "bounds_findings", "compare_findings", "measures_findings", "ood_findings",
-    "robustness_findings", "sweeps_findings", "theory_findings", "topolip_findings",
-    "train_findings", "verdict_findings",
+    "radius_findings", "robustness_findings", "sweeps_findings", "theory_findings",
+    "topolip_findings", "train_findings", "verdict_findings",
 ]
 
 Tables = str | os.PathLike | Mapping[str, pd.DataFrame]
@@ -635,6 +635,68 @@ def sweeps_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]
     return f
 
 
+def radius_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]:
+    """What ``04_robustness`` glues about the minimal radii, from ``radius_summary``,
+    ``radius_check`` and ``robust_curve``.
+
+    Parameters
+    ----------
+    tables : folder or mapping
+        The tables folder, or a mapping with those three stems.
+    params : mapping
+        ``n_radius``, ``radius_eps_max``, ``radius_steps``, ``radius_check_images``,
+        ``fab_steps`` (and ``apgd_steps``, ``apgd_target_classes``).
+
+    Returns
+    -------
+    dict
+        ``rd-n-images``, ``rd-eps-max``, ``rd-steps``, ``rd-width`` (the final bracket's
+        relative width, percent), ``rd-check-images``, ``rd-fab-steps``; per bisected attack
+        ``rd-autoattack-ranking`` / ``rd-fgsm-ranking`` (geometric mean over seeds of each
+        architecture's median radius, lowest first); ``rd-n-censored`` (images not broken at
+        ``eps_max``, all models), ``rd-n-rows`` (images × models); the cross-check
+        ``rd-check-ratio`` (range over models of the median ratio bisection / FAB),
+        ``rd-check-within`` (mean share within the band), ``rd-check-factor``,
+        ``rd-check-only-fab`` (images FAB broke and the bisection did not); the grid
+        ``rd-grid`` (its positive range), ``rd-n-grid``; ``rd-attacks`` (mean attack calls per
+        model and attack).
+    """
+    _params(params, ("n_radius", "radius_eps_max", "radius_steps", "radius_check_images",
+                     "fab_steps"), "04_robustness")
+    t = _frames(tables, ("radius_summary", "radius_check", "robust_curve"))
+    rs, check, curve = t["radius_summary"], t["radius_check"], t["robust_curve"]
+    f: dict[str, str] = {}
+    f["rd-n-images"] = glue_text(params["n_radius"], "{}")
+    f["rd-eps-max"] = glue_text(params["radius_eps_max"], "{:g}")
+    f["rd-steps"] = glue_text(params["radius_steps"], "{}")
+    f["rd-width"] = glue_text(100 * (4 ** (2.0 ** -int(params["radius_steps"])) - 1), "{:.1f}")
+    f["rd-check-images"] = glue_text(params["radius_check_images"], "{}")
+    f["rd-fab-steps"] = glue_text(params["fab_steps"], "{}")
+    for method in ("autoattack", "fgsm"):
+        part = rs[rs["method"] == method]
+        gm = (part.assign(lr=part["log_median_radius"].astype(float))
+              .groupby("arch", sort=False)["lr"].mean().map(np.exp))
+        f[f"rd-{method}-ranking"] = glue_text(arch_ranking(gm, "{:.3f}", sep=" < "), "{}")
+    f["rd-n-censored"] = glue_text(int(rs.loc[rs["method"] == "autoattack",
+                                              "n_censored"].sum()), "{}")
+    f["rd-n-rows"] = glue_text(int(rs.loc[rs["method"] == "autoattack", "n_images"].sum()),
+                               "{:,}")
+    ratio = check["median_ratio"].astype(float)
+    f["rd-check-ratio"] = glue_text(f"{ratio.min():.2f}–{ratio.max():.2f}"
+                                    if ratio.notna().any() else "not measured", "{}")
+    f["rd-check-within"] = glue_text(float(check["share_within"].astype(float).mean())
+                                     if len(check) else float("nan"), "{:.0%}")
+    f["rd-check-factor"] = glue_text(float(check["factor"].iloc[0]) if len(check) else 1.25,
+                                     "{:g}")
+    f["rd-check-only-fab"] = glue_text(int(check["n_only_fab"].sum()) if len(check) else 0,
+                                       "{}")
+    grid = sorted(float(e) for e in curve["eps"].unique() if float(e) > 0)
+    f["rd-grid"] = glue_text(f"{grid[0]:.3g} to {grid[-1]:.3g}" if grid else "empty", "{}")
+    f["rd-n-grid"] = glue_text(len(grid), "{}")
+    f["rd-attacks"] = glue_text(float(rs["attacks"].astype(float).mean()), "{:.0f}")
+    return f
+
+
 def verdict_findings(tables: Tables, *, claims: Sequence, alpha: float, n_seeds: int,
                      power: pd.DataFrame | None = None) -> dict[str, str]:
     """What ``08_verdict`` glues, from ``verdicts``.
@@ -661,10 +723,11 @@ def verdict_findings(tables: Tables, *, claims: Sequence, alpha: float, n_seeds:
         ``headline-n-near`` (:func:`topolip.evidence.claims.findings` with the power table of
         :func:`topolip.evidence.calibration.power_table`); per claim ``headline-<id>`` (its counts,
         ``no test`` when none) and, for a claim with a primary row, ``primary-<id>`` and
-        ``primary-row-<id>``; ``headline-envelope-ratio``.
+        ``primary-row-<id>``; ``headline-envelope-ratio``; ``vd-floor-low`` and
+        ``vd-floor-high`` (:data:`topolip.evidence.claims.ROBUST_FLOOR`).
     """
     from topolip.evidence.calibration import power_table
-    from topolip.evidence.claims import claim_findings
+    from topolip.evidence.claims import ROBUST_FLOOR, claim_findings
 
     verdicts = _frames(tables, ("verdicts",))["verdicts"]
     if power is None:
@@ -681,6 +744,8 @@ def verdict_findings(tables: Tables, *, claims: Sequence, alpha: float, n_seeds:
     f["headline-n-supported"] = glue_text(found["n_supported"], "{}")
     f["headline-n-contradicted"] = glue_text(found["n_contradicted"], "{}")
     f["headline-n-near"] = glue_text(found["n_near"], "{}")
+    f["vd-floor-low"] = glue_text(ROBUST_FLOOR[0], "{:g}")
+    f["vd-floor-high"] = glue_text(ROBUST_FLOOR[1], "{:g}")
     for c in claims:
         f[f"headline-{c.id}"] = glue_text(found["counts"].get(c.id, "no test"), "{}")
         if c.id in found["primary"]:
