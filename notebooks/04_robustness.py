@@ -20,7 +20,8 @@
 # $[0, 1]$ images), each one torchattacks' own implementation: **FGSM** (one gradient-sign
 # step), **PGD** ({glue:text}`rb-pgd-steps` steps of size $2.5\,\varepsilon/\text{steps}$ from
 # {glue:text}`rb-pgd-restarts` random starts; an image counts as robust only if every start
-# fails) and **autoattack**, APGD-CE followed by APGD-T {cite:p}`croce2020autoattack`, per
+# fails) and **APGD-CE + APGD-T** (our `autoattack`; no FAB-T, so not AutoAttack itself),
+# APGD-CE followed by APGD-T {cite:p}`croce2020autoattack`, per
 # image the first that fools the model. The black-box **Square** attack runs at
 # the TopoLip budget. The accuracy under each common corruption is measured on the same images
 # at each severity. The link between smoothness
@@ -144,7 +145,7 @@ _ = glue_all(radius_findings(tables, params))
 #   from a uniform random start in the ball, repeated from {glue:text}`rb-pgd-restarts` random
 #   starts on the images the earlier starts left correctly classified (`torchattacks.MultiAttack`),
 #   so an image counts as robust only if every start fails;
-# - **autoattack**: `torchattacks.APGD` with the cross-entropy loss ({glue:text}`rb-apgd-steps`
+# - **APGD-CE + APGD-T** (`autoattack` in the tables): `torchattacks.APGD` with the cross-entropy loss ({glue:text}`rb-apgd-steps`
 #   iterations, one random start), then, on the images it left correctly classified,
 #   `torchattacks.APGDT` (targeted DLR loss, {glue:text}`rb-apgd-steps` iterations per target)
 #   against each of the {glue:text}`rb-apgd-targets` most likely wrong classes of the clean image
@@ -158,21 +159,22 @@ _ = glue_all(radius_findings(tables, params))
 #
 # ```{glue:figure} fig-robustness-curves
 # :name: fig-robustness-curves
-# :alt: Accuracy against attack budget for FGSM, PGD, autoattack and Square, and against severity for five corruptions, one panel per perturbation, one line per architecture.
+# :alt: Accuracy against attack budget for FGSM, PGD, APGD-CE + APGD-T and Square, and against severity for five corruptions, one panel per perturbation, one line per architecture.
 #
 # Accuracy on each seed's batch of test images against the $L_\infty$ budget $\varepsilon$
-# (FGSM, PGD, autoattack, Square; pixel units) or the severity (corruptions). Lines: means
+# (FGSM, PGD, APGD-CE + APGD-T, Square; pixel units) or the severity (corruptions). Lines: means
 # over seeds; bands: one standard deviation over seeds.
 # {glue:md}`fig-robustness-curves-provenance`
 # ```
 #
 # At the TopoLip budget $\varepsilon =$ {glue:text}`rb-eps` the mean accuracy, weakest attack
 # first, is under FGSM {glue:text}`rb-fgsm-ranking`; under PGD {glue:text}`rb-pgd-ranking`; under
-# autoattack {glue:text}`rb-autoattack-ranking`; and under the black-box Square
-# {glue:text}`rb-square-ranking` ({numref}`fig-robustness-curves`). Autoattack lowers an
+# APGD-CE + APGD-T {glue:text}`rb-autoattack-ranking`; and under the black-box Square
+# {glue:text}`rb-square-ranking` ({numref}`fig-robustness-curves`). APGD-CE + APGD-T lowers an
 # architecture's mean accuracy below PGD's by at most {glue:text}`rb-aa-below-pgd`. Which
 # family loses less, with intervals and a correction for the number of comparisons, is decided
-# in {doc}`08_verdict` on the strongest attack (autoattack), with the ladder beside it.
+# in {doc}`08_verdict` on the median minimal radius under the strongest attack (below), with
+# the ladder's fixed budgets beside it.
 
 # %% tags=["remove-input"]
 view = ladder.copy()
@@ -238,10 +240,10 @@ show_table(view, columns={"arch": "model", "perturbation": "attack", "n_models":
 # the accuracy of each attack does not rise with $\varepsilon$; a PGD of
 # {glue:text}`rb-pgd-steps` steps × {glue:text}`rb-pgd-restarts` starts is not weaker than a
 # single {glue:text}`rb-probe-steps`-step PGD at $\varepsilon =$ {glue:text}`rb-eps`; PGD is
-# not weaker than FGSM, nor autoattack than PGD, at any budget; a
+# not weaker than FGSM, nor APGD-CE + APGD-T than PGD, at any budget; a
 # {glue:text}`rb-probe-steps`-step PGD at the large budget $\varepsilon =$
 # {glue:text}`rb-large-eps` leaves at most {glue:text}`rb-zero-accuracy` accuracy (half the
-# chance level); and the black-box Square is not stronger than autoattack at
+# chance level); and the black-box Square is not stronger than APGD-CE + APGD-T at
 # $\varepsilon =$ {glue:text}`rb-eps`. A model that fails one is flagged (`all` in
 # `masking.csv`) and its robustness rows are not to be trusted.
 #

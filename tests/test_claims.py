@@ -16,6 +16,7 @@ from topolip.evidence.claims import (
     FLOOR_VERDICT,
     Claim,
     claim_findings,
+    effective_radius,
     evaluate,
     families,
     family_below_counts,
@@ -559,3 +560,38 @@ def test_smoothness_rows_left_with_too_few_models_by_the_floor_say_floor():
                    "group": "pooled"})
     v = evaluate([claim], {"smoothness": t})
     assert set(v.loc[v["role"] != "context", "verdict"]) == {"noise floor"}
+
+
+def test_effective_radius_holds_clean_accuracy_fixed():
+    # radii that follow clean accuracy exactly: no effective difference although the ViT's
+    # raw radius is smaller at every seed
+    rng = np.random.default_rng(0)
+    rows = []
+    for s in range(5):
+        for arch, acc in (("vit", 0.95), ("resnet", 0.985), ("attention_stack", 0.93),
+                          ("conv_stack", 0.96)):
+            a = acc + rng.normal(0, 0.003)
+            rows.append({"arch": arch, "seed": s, "method": "autoattack",
+                         "group": "autoattack_radius", "n_images": 200, "clean_accuracy": a,
+                         "median_radius": math.exp(-5 + 0.8 * math.log(a / (1 - a))
+                                                   + rng.normal(0, 0.05))})
+    rs = pd.DataFrame(rows)
+    exact = effective_radius(rs.assign(median_radius=np.exp(
+        -5 + 0.8 * np.log(rs["clean_accuracy"] / (1 - rs["clean_accuracy"])))))
+    assert exact["n_fit"].iloc[0] == 20 and exact["slope"].iloc[0] == pytest.approx(0.8)
+    np.testing.assert_allclose(exact["effective_radius"], 1.0, rtol=1e-9)
+    e = effective_radius(rs)
+    logit = np.log(rs["clean_accuracy"] / (1 - rs["clean_accuracy"]))
+    slope, icpt = np.polyfit(logit, np.log(rs["median_radius"]), 1)
+    np.testing.assert_allclose(np.log(e["effective_radius"]),
+                               np.log(rs["median_radius"]) - icpt - slope * logit, atol=1e-9)
+    drops = {(a, k): [0.3] * 5 for a in ("vit", "resnet") for k in ("fgsm", "pgd", "autoattack")}
+    c = Claim("robust", "x", "t", "smaller_accuracy_drop", {},
+              {"comparison": "vit vs resnet", "group": "autoattack_radius"})
+    v = evaluate([c], {"robustness": _robustness(drops), "topolip_summary": _topolip_eps(),
+                       "radius_summary": rs}).set_index(["comparison", "group"])
+    assert v.loc[("vit vs resnet", "autoattack_radius"), "ratio"] < 0.6     # raw: smaller
+    eff = v.loc[("vit vs resnet", "effective_radius")]
+    assert eff["role"] == "secondary" and abs(math.log(eff["ratio"])) < 0.1
+    # too few models for a fit: no row, never a made-up one
+    assert effective_radius(rs.head(2)).empty

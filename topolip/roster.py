@@ -161,6 +161,7 @@ GROUPS: tuple[Group, ...] = (
     Group("stratified", "all kinds (stratified)"),
     Group("autoattack_radius", "median minimal radius (APGD-CE + APGD-T)"),
     Group("fgsm_radius", "median minimal radius (FGSM)"),
+    Group("effective_radius", "median radius at equal clean accuracy (effective robustness)"),
     Group("fgsm_radius vs autoattack_radius", "minimal radius, FGSM vs APGD-CE + APGD-T"),
 )
 

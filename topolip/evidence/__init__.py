@@ -16,6 +16,7 @@ from topolip.evidence.calibration import (
     VARIANCE,
     calibrate,
     power_table,
+    seeds_for_target,
     simulate_tables,
 )
 from topolip.evidence.claims import (
@@ -27,6 +28,7 @@ from topolip.evidence.claims import (
     Claim,
     Verdict,
     claim_findings,
+    effective_radius,
     evaluate,
     families,
     family_below_counts,
@@ -107,6 +109,7 @@ __all__ = [
     "claim_findings",
     "compare_within",
     "decide",
+    "effective_radius",
     "evaluate",
     "families",
     "family_below_counts",
@@ -130,6 +133,7 @@ __all__ = [
     "partial_kendall",
     "permutation_kendall",
     "power_table",
+    "seeds_for_target",
     "seed_centred",
     "seeds_to_decide",
     "simulate_tables",

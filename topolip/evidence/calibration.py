@@ -30,7 +30,8 @@ from topolip.evidence import claims as _claims
 from topolip.evidence import stats
 from topolip.schema import require_columns
 
-__all__ = ["ARCHS", "KINDS", "VARIANCE", "calibrate", "power_table", "simulate_tables"]
+__all__ = ["ARCHS", "KINDS", "VARIANCE", "calibrate", "power_table", "seeds_for_target",
+           "simulate_tables"]
 
 #: The four architectures of the chain (:func:`topolip.roster.arch_names`).
 ARCHS: tuple[str, ...] = roster.arch_names()
@@ -200,7 +201,7 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
                          + rng_r.normal(0, v["log_radius_method"]))
                 radii.append({"arch": arch, "seed": s, "method": method,
                               "group": f"{method}_radius", "n_images": 200,
-                              "median_radius": math.exp(log_r)})
+                              "clean_accuracy": clean, "median_radius": math.exp(log_r)})
             u_a = rng.normal(0, v["auroc_model"])
             ood_beh.append({"arch": arch, "seed": s, "dataset": "in_distribution", "n": 1000,
                             "auroc": math.nan})
@@ -310,8 +311,9 @@ def power_table(verdicts: pd.DataFrame, *, alpha: float = 0.05,
         units: a log ratio, or a difference), ``mde_ratio_low``/``mde_ratio_high`` (for log:
         ``exp(∓mde)``), ``target`` and ``power_at_target`` (the power for a 1.5× TopoLip
         ratio, a 1.3× median-radius ratio, a 0.10 accuracy drop or a 0.05 AUROC difference;
-        :data:`TARGETS`), ``observed`` (the run's effect, as a
-        ratio for log) and ``text`` (the MDE in words).
+        :data:`TARGETS`), ``seeds_for_target`` (the seeds that target needs at the run's
+        sd, :func:`seeds_for_target`), ``observed`` (the run's effect, as a ratio for log) and
+        ``text`` (the MDE in words).
 
     Examples
     --------
@@ -340,6 +342,7 @@ def power_table(verdicts: pd.DataFrame, *, alpha: float = 0.05,
                "power_at_target": stats.paired_power(target, sd, n, alpha=alpha),
                "observed": math.exp(r["effect"]) if log and math.isfinite(r["effect"])
                else r["effect"]}
+        row["seeds_for_target"] = seeds_for_target(target, sd, alpha=alpha, power=power)
         if not math.isfinite(mde):
             row["text"] = "nothing (fewer than 2 pairs or no spread)"
         elif log:
@@ -348,5 +351,31 @@ def power_table(verdicts: pd.DataFrame, *, alpha: float = 0.05,
             row["text"] = f"a difference of ±{mde:.3g}"
         rows.append(row)
     cols = ["claim", "comparison", "group", "measure", "scale", "n_pairs", "sd", "mde",
-            "mde_ratio_low", "mde_ratio_high", "target", "power_at_target", "observed", "text"]
+            "mde_ratio_low", "mde_ratio_high", "target", "power_at_target", "seeds_for_target",
+            "observed", "text"]
     return pd.DataFrame(rows, columns=cols)
+
+
+def seeds_for_target(target: float, sd: float, *, alpha: float = 0.05, power: float = 0.8,
+                     max_seeds: int = 200) -> float:
+    """The fewest seed pairs whose paired t detects ``target`` with ``power``, at a standard
+    deviation ``sd`` of the per-seed differences (the run's own; noncentral t,
+    :func:`topolip.evidence.stats.paired_power`).
+
+    Returns
+    -------
+    float
+        The seed count (at least 2), or NaN when ``sd`` is not finite and positive or more
+        than ``max_seeds`` would be needed.
+
+    Examples
+    --------
+    >>> seeds_for_target(math.log(1.3), 0.24)
+    9.0
+    """
+    if not (math.isfinite(sd) and sd > 0):
+        return math.nan
+    for n in range(2, max_seeds + 1):
+        if stats.paired_power(target, sd, n, alpha=alpha) >= power:
+            return float(n)
+    return math.nan

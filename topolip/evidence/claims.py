@@ -45,7 +45,7 @@ from topolip.schema import require_columns
 
 __all__ = [
     "CHECKS", "FAMILY_PAIRS", "FLOOR_VERDICT", "LADDER", "ROBUST_FLOOR", "Claim", "Verdict",
-    "evaluate", "family_below_counts",
+    "effective_radius", "evaluate", "family_below_counts",
     "family_comparisons", "families", "claim_findings", "load_claims", "most_robust_vs_smoothest",
     "smoothness_table", "verdict_counts", "with_options",
 ]
@@ -599,12 +599,81 @@ def _radius_rows(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[dict]
         r["notes"].append("median minimal L-inf radius per model (robust accuracy crosses one "
                           "half there; 0 for a model that classifies fewer than half its "
                           "images, which drops its pair): attention claimed larger")
+    eff = effective_radius(rs) if "clean_accuracy" in rs else pd.DataFrame()
+    if len(eff):
+        extra = _comparison_rows(eff, "effective_radius", group_col="group", scale="log",
+                                 flag_column=None, n_images_col="n_images", main=True)
+        for r in extra:
+            r["claimed_sign"] = 1
+            r["notes"].append("effective robustness (Taori et al. 2020): the median radius "
+                              "divided by the fit over every model of log median radius on "
+                              "logit clean accuracy, so the ratio compares the architectures "
+                              "at equal clean accuracy; the fit uses all models (main models "
+                              "only: no sweep points or checkpoints)")
+        rows += extra
     return rows
+
+
+def effective_radius(radius_summary: pd.DataFrame, *, method: str = "autoattack"
+                     ) -> pd.DataFrame:
+    r"""Effective robustness on the radii (Taori et al. 2020, "Measuring robustness to natural
+    distribution shifts"): each model's median radius relative to what its clean accuracy
+    predicts.
+
+    Over every model with a finite positive median radius (under ``method``) and a clean
+    accuracy strictly between 0 and 1, ordinary least squares of
+    :math:`\log r_{\mathrm{med}}` on :math:`\mathrm{logit}(\text{clean accuracy})`; a
+    model's effective radius is :math:`\exp` of its residual (1: as robust as its accuracy
+    predicts). Compared between architectures (paired by seed, log scale) it holds clean
+    accuracy fixed to first order.
+
+    Parameters
+    ----------
+    radius_summary : pandas.DataFrame
+        ``radius_summary.csv``: ``arch``, ``seed``, ``method``, ``median_radius``,
+        ``clean_accuracy``, ``n_images``.
+    method : str, default="autoattack"
+        The bisected attack whose radii are used.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``arch``, ``seed``, ``group`` (``"effective_radius"``), ``n_images``,
+        ``effective_radius``, ``slope`` (of the fit, log radius per logit), ``n_fit``; empty
+        when fewer than three models qualify (no fit).
+
+    Examples
+    --------
+    >>> rs = pd.DataFrame({"arch": ["a", "b", "c", "d"], "seed": 0, "method": "autoattack",
+    ...                    "median_radius": [0.01, 0.02, 0.04, 0.08], "n_images": 200,
+    ...                    "clean_accuracy": [0.90, 0.95, 0.97, 0.99]})
+    >>> e = effective_radius(rs)
+    >>> int(e["n_fit"].iloc[0]), bool(np.isclose(np.log(e["effective_radius"]).sum(), 0))
+    (4, True)
+    """
+    require_columns(radius_summary, ["arch", "seed", "method", "median_radius",
+                                     "clean_accuracy", "n_images"], "radius_summary")
+    t = radius_summary[radius_summary["method"] == method]
+    r = t["median_radius"].astype(float).to_numpy()
+    acc = t["clean_accuracy"].astype(float).to_numpy()
+    ok = np.isfinite(r) & (r > 0) & (acc > 0) & (acc < 1)
+    cols = ["arch", "seed", "group", "n_images", "effective_radius", "slope", "n_fit"]
+    if ok.sum() < 3:
+        return pd.DataFrame(columns=cols)
+    x, y = np.log(acc[ok] / (1 - acc[ok])), np.log(r[ok])
+    slope, intercept = np.polyfit(x, y, 1) if np.ptp(x) > 0 else (0.0, y.mean())
+    out = t[ok][["arch", "seed", "n_images"]].copy()
+    out["group"] = "effective_radius"
+    out["effective_radius"] = np.exp(y - (intercept + slope * x))
+    out["slope"] = float(slope)
+    out["n_fit"] = int(ok.sum())
+    return out[cols].reset_index(drop=True)
 
 
 def smaller_accuracy_drop(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
     """Attention is more robust, per family pair: a larger median minimal radius
-    (``radius_summary``, log-scale paired t, when given), and a smaller accuracy drop under the
+    (``radius_summary``, log-scale paired t, when given) and a larger effective radius (at
+    equal clean accuracy, :func:`effective_radius`), and a smaller accuracy drop under the
     attack ladder of ``robustness`` at the TopoLip ε and the corruptions of
     ``topolip_summary`` (raw paired t). A ladder row where either side's mean robust accuracy
     is at the floor or ceiling (:data:`ROBUST_FLOOR`) is :data:`FLOOR_VERDICT`, out of its Holm
@@ -1102,6 +1171,7 @@ def families(verdicts: pd.DataFrame) -> pd.DataFrame:
 _MEASURE_WORDS = {"end_to_end_scale_free": "scale-free TopoLip", "end_to_end": "raw TopoLip",
                   "accuracy_drop": "accuracy drop", "auroc": "OOD AUROC",
                   "median_radius": "median minimal radius",
+                  "effective_radius": "median radius at equal clean accuracy",
                   "log_median_radius": "median-radius ratio change",
                   "relative_drop": "relative accuracy drop"}
 
@@ -1124,13 +1194,17 @@ def _sentence(r: Mapping, mde: Mapping | None = None) -> str:
     extra = ""
     if mde:
         extra = f"; the design detects {mde['text']} with 80% power"
+        need, target = mde.get("seeds_for_target", math.nan), mde.get("target", math.nan)
+        if r["measure"] == "median_radius" and math.isfinite(need) and need > r["n_pairs"]:
+            extra += (f"; a {math.exp(target):.2g}× radius ratio would need {int(need)} seeds "
+                      "at this run's spread")
     if r["verdict"] == FLOOR_VERDICT:
         why = str(r.get("flag", "")).rpartition("floor/ceiling: ")[2] or "a side at the floor"
         return (f"Not informative (floor/ceiling) {under} {where}: {why}; the accuracy drop "
                 "there measures clean accuracy, not robustness, so it is not tested.")
     if r["measure"] == "log_median_radius":
-        body = (f"the {att}'s median-radius ratio to the {conv} is "
-                f"{_fmt(r['ratio'], '{:.2f}')}× larger under FGSM than under APGD-CE + APGD-T "
+        body = (f"the {att}'s median-radius ratio to the {conv} under FGSM is "
+                f"{_fmt(r['ratio'], '{:.2f}')}× its ratio under APGD-CE + APGD-T "
                 f"({pct} interval {_fmt(r['ratio_low'], '{:.2f}')}–"
                 f"{_fmt(r['ratio_high'], '{:.2f}')}, {p}{extra})")
         if decisive:
@@ -1139,7 +1213,7 @@ def _sentence(r: Mapping, mde: Mapping | None = None) -> str:
                     (f"The {att}'s advantage is smaller against the weak attack, the opposite "
                      "of what the rival claim predicts: ")) + body + "."
         return f"No decisive change with attack strength: {body}, {r['verdict']}."
-    if r["measure"] == "median_radius":
+    if r["measure"] in ("median_radius", "effective_radius"):
         body = (f"the {att}'s {where} is {_fmt(r['ratio'], '{:.2f}')}× the {conv}'s ({pct} "
                 f"interval {_fmt(r['ratio_low'], '{:.2f}')}–{_fmt(r['ratio_high'], '{:.2f}')}, "
                 f"{p}{extra})")
