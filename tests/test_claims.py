@@ -595,3 +595,18 @@ def test_effective_radius_holds_clean_accuracy_fixed():
     assert eff["role"] == "secondary" and abs(math.log(eff["ratio"])) < 0.1
     # too few models for a fit: no row, never a made-up one
     assert effective_radius(rs.head(2)).empty
+
+
+def test_the_primaries_joint_error_is_stated_with_holm_over_them():
+    def row(claim, p, verdict):
+        return dict(claim=claim, comparison="vit vs resnet", group="pgd",
+                    measure="end_to_end_scale_free", role="primary", family=f"{claim}: primary",
+                    scale="log", verdict=verdict, effect=-0.4, low=-0.6, high=-0.2,
+                    coverage=0.95, ratio=0.67, ratio_low=0.55, ratio_high=0.82, pvalue=p,
+                    p_adjusted=p, flag="")
+    v = pd.DataFrame([row("a", 0.001, "supported"), row("b", 0.03, "contradicted"),
+                      row("c", 0.4, "inconclusive")])
+    shows = claim_findings(v)["shows"]
+    # Holm over 3: 0.003 < 0.05 keeps a; b's 0.03 * 2 = 0.06 does not
+    assert "at most 0.15" in shows
+    assert "1 of the 2 decisive primaries stay decisive (*a*) and *b* would not." in shows

@@ -324,31 +324,63 @@ def test_verdict_panels_read_as_words_and_tell_their_rows_apart():
     try:
         titles = [ax.get_title(loc="left") for ax in fig.axes]
         assert titles == ["Attention is smoother (end-to-end TopoLip)",
-                          "Attention is more robust (accuracy drop)",
+                          "Attention is more robust",
                           "Attention helps only against weak attacks",
                           "Attention separates out-of-distribution data better (AUROC)"]
         for ax in fig.axes:
-            labels = [t.get_text() for t in ax.get_yticklabels()]
+            labels = [_tick(t) for t in ax.get_yticklabels()]
             assert len(set(labels)) == len(labels), labels  # no two rows read the same
-        first = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+        first = [_tick(t) for t in fig.axes[0].get_yticklabels()]
         assert "ViT vs ResNet, Gaussian noise (scale-free)" in first
         assert "ViT vs ResNet, Gaussian noise (raw)" in first
         # the primary row, and only it, is bold in each panel
         for ax in fig.axes:
             bold = [t.get_text() for t in ax.get_yticklabels() if t.get_fontweight() == "bold"]
             assert len(bold) == 1, bold
-        assert [t.get_text() for t in fig.axes[0].get_yticklabels()
+        assert [_tick(t) for t in fig.axes[0].get_yticklabels()
                 if t.get_fontweight() == "bold"] == ["ViT vs ResNet, Gaussian noise (scale-free)"]
         texts = _all_texts(fig)
         assert not any("autoattack" in t.lower() for t in texts), texts
         assert "ViT vs ResNet, FGSM vs APGD-CE+T" in [
-            t.get_text() for t in fig.axes[2].get_yticklabels()]
+            _tick(t) for t in fig.axes[2].get_yticklabels()]
         assert not any("_" in _plain(t) for t in texts), [t for t in texts if "_" in t]
         # each panel says which side favours attention: lower (left) but for AUROC (right)
         cues = [[t.get_text() for t in ax.texts] for ax in fig.axes]
         assert cues[0] == ["← favours attention"] and cues[1] == ["← favours attention"]
         assert cues[3] == ["favours attention →"]
         assert cues[2][0].startswith("←")
+    finally:
+        plt.close(fig)
+
+
+def _tick(t) -> str:
+    """A tick label's text on one line (long labels wrap after the comparison's comma)."""
+    return t.get_text().replace(",\n", ", ")
+
+
+def test_radius_rows_get_their_own_panel_whose_right_side_favours_attention():
+    extra = pd.DataFrame([("attention-more-robust", "vit vs resnet", "autoattack_radius",
+                           "median_radius", "primary", "log", -1.5, -1.8, -1.2, "contradicted"),
+                          ("attention-helps-only-weak", "vit vs resnet",
+                           "fgsm_radius vs autoattack_radius", "log_median_radius", "secondary",
+                           "log", -0.2, -0.4, 0.0, "inconclusive")],
+                         columns=_verdict_table().columns)
+    table = pd.concat([_verdict_table(), extra], ignore_index=True)
+    fig = figures.plot_verdicts(table)
+    try:
+        titles = [ax.get_title(loc="left") for ax in fig.axes]
+        assert "Attention is more robust: minimal radius" in titles
+        assert "Attention is more robust: fixed budget" in titles
+        radius = fig.axes[titles.index("Attention is more robust: minimal radius")]
+        assert [t.get_text() for t in radius.texts] == ["favours attention →"]
+        assert [_tick(t) for t in radius.get_yticklabels()] == [
+            "ViT vs ResNet, median radius, APGD-CE+T"]
+        fixed = fig.axes[titles.index("Attention is more robust: fixed budget")]
+        assert [t.get_text() for t in fixed.texts] == ["← favours attention"]
+        rival = fig.axes[titles.index("Attention helps only against weak attacks: minimal "
+                                      "radius")]
+        assert rival.texts[0].get_text().endswith("→")
+        assert [_tick(t) for t in rival.get_yticklabels()] == ["ViT vs ResNet, FGSM vs APGD-CE+T"]
     finally:
         plt.close(fig)
 

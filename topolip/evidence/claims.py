@@ -1262,6 +1262,32 @@ def _sentence(r: Mapping, mde: Mapping | None = None) -> str:
     return f"No decisive difference: {body}, {r['verdict']}."
 
 
+def _primaries_joint(tested: pd.DataFrame, alpha: float) -> str:
+    """The primaries' joint error in words: each is tested alone at ``alpha``, so at most
+    ``k·alpha`` of a false decisive primary among ``k`` (Bonferroni); and which decisive
+    primaries stay decisive under Holm's correction over the ``k`` (a reader who wants one
+    error rate for the primaries)."""
+    prim = tested[(tested["role"] == "primary") & ~tested["verdict"].isin(_CANNOT_DECIDE)
+                  & np.isfinite(tested["p_adjusted"].astype(float))]
+    k = len(prim)
+    if k < 2:
+        return ""
+    adj = stats.holm(prim["p_adjusted"].astype(float).tolist())
+    dec = prim["verdict"].isin(_DECISIVE).to_numpy()
+    keep = [r["claim"] for r, a, d in zip(prim.to_dict("records"), adj, dec, strict=True)
+            if d and a < alpha]
+    lost = [r["claim"] for r, a, d in zip(prim.to_dict("records"), adj, dec, strict=True)
+            if d and not a < alpha]
+    text = (f"The {k} primaries are each tested alone at α = {alpha:g}: the chance that at "
+            f"least one of them is falsely decisive is at most {min(1.0, k * alpha):.2g}. "
+            f"Under Holm's correction over the {k} primaries, ")
+    if not dec.any():
+        return text + "there is no decisive primary to keep."
+    text += (f"{len(keep)} of the {int(dec.sum())} decisive primaries stay decisive"
+             + (f" ({', '.join(f'*{c}*' for c in keep)})" if keep else ""))
+    return text + (f" and {', '.join(f'*{c}*' for c in lost)} would not." if lost else ".")
+
+
 #: Groups that are out-of-distribution sets (a sentence says "on", not "under", them).
 _OOD_GROUPS = frozenset(roster.ood_names())
 
@@ -1360,6 +1386,9 @@ def claim_findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
     shows = [f"This run has {n_fam} test families (one primary and one secondary family per "
              f"claim); at α = {alpha:g} each, the chance of at least one false decisive verdict "
              f"in the whole book is at most {bound:.2g} (Bonferroni over families)."]
+    joint = _primaries_joint(tested, alpha)
+    if joint:
+        shows.append(joint)
     n_sup = int((decisive["verdict"] == "supported").sum())
     n_con = int((decisive["verdict"] == "contradicted").sum())
     # a test is a row that could decide: not the rows with too few seeds, those the noise floor

@@ -110,6 +110,9 @@ _MEASURE_LABELS = {
     "geometric_mean_scale_free": "geometric-mean scale-free TopoLip",
     "max": "max-layer raw TopoLip",
     "max_scale_free": "max-layer scale-free TopoLip",
+    "median_radius": "median minimal radius",
+    "effective_radius": "median radius at equal clean accuracy",
+    "log_median_radius": "median radius",
     "accuracy_drop": "accuracy drop",
     "relative_drop": "relative accuracy drop",
     "auroc": "AUROC",
@@ -119,6 +122,9 @@ _MEASURE_LABELS = {
 }
 
 #: The short name of a measure that tells two rows of one comparison apart (raw or scale-free).
+#: Verdict measures on the radii (higher: attention more robust; their own panel).
+_RADIUS_MEASURES = frozenset({"median_radius", "effective_radius", "log_median_radius"})
+
 _MEASURE_SHORT = {"end_to_end": "raw", "end_to_end_scale_free": "scale-free",
                   "geometric_mean": "raw", "geometric_mean_scale_free": "scale-free",
                   "max": "raw", "max_scale_free": "scale-free"}
@@ -126,7 +132,7 @@ _MEASURE_SHORT = {"end_to_end": "raw", "end_to_end_scale_free": "scale-free",
 #: Titles of the claims of ``data/claims.yml`` in the verdict figure (others: :func:`_claim_title`).
 _CLAIM_TITLES = {
     "attention-smoother": "Attention is smoother (end-to-end TopoLip)",
-    "attention-more-robust": "Attention is more robust (accuracy drop)",
+    "attention-more-robust": "Attention is more robust",
     "attention-helps-only-weak": "Attention helps only against weak attacks",
     "attention-smoother-ood": "Attention is smoother out of distribution (TopoLip)",
     "attention-ood-robust": "Attention separates out-of-distribution data better (AUROC)",
@@ -135,7 +141,13 @@ _CLAIM_TITLES = {
 }
 
 #: Short names of perturbation kinds inside a contrast of two kinds ("FGSM vs APGD-CE+T").
-_KIND_SHORT = {"autoattack": "APGD-CE+T"}
+_KIND_SHORT = {"autoattack": "APGD-CE+T", "fgsm_radius": "FGSM",
+               "autoattack_radius": "APGD-CE+T"}
+
+#: Short names of the radius groups in the verdict figure (their panel names the radius).
+_GROUP_SHORT = {"autoattack_radius": "median radius, APGD-CE+T",
+                "fgsm_radius": "median radius, FGSM",
+                "effective_radius": "median radius at equal clean accuracy"}
 
 #: Measures whose values are fractions in [0, 1] (accuracies, AUROC, accuracy drops); the
 #: difference of two lies in [-1, 1] (:func:`plot_verdicts` clips its intervals there).
@@ -169,7 +181,7 @@ def _group_label(group: str) -> str:
     ``"fgsm vs autoattack"`` as ``"FGSM vs APGD-CE+T"``."""
     parts = str(group).split(" vs ")
     if len(parts) == 1:
-        return _name(group)
+        return _GROUP_SHORT.get(group, _name(group))
     return " vs ".join(_KIND_SHORT.get(p, _name(p)) for p in parts)
 
 
@@ -1457,15 +1469,20 @@ def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) ->
     for col, default in (("role", ""), ("measure", ""), ("scale", "")):
         v[col] = v[col].fillna(default).astype(str) if col in v else default
     v["group"] = v["group"].astype(str)
-    claims = list(dict.fromkeys(v["claim"]))
+    # a claim whose rows mix the radii (higher: attention more robust) with accuracy drops
+    # (lower: more robust) gets one panel per kind, so each axis has one direction
+    v["panel"] = [f"{c}|radius" if m in _RADIUS_MEASURES else c
+                  for c, m in zip(v["claim"], v["measure"], strict=True)]
+    claims = list(dict.fromkeys(v["panel"]))
     colors = {"supported": "#009E73", "contradicted": "#CC79A7", "inconclusive": "0.55",
               "not enough seeds": "0.75", "noise floor": "0.85", "floor/ceiling": "0.85"}
-    heights = [len(v[v["claim"] == c]) + 1 for c in claims]  # a row for the direction cue
-    height = 0.22 * sum(heights) + 1.0 * len(claims) + 0.6
+    heights = [len(v[v["panel"] == c]) + 1 for c in claims]  # a row for the direction cue
+    height = 0.34 * sum(heights) + 1.15 * len(claims) + 0.6
     fig, axes = plt.subplots(len(claims), 1, figsize=(FIG_WIDTH, height),
                              gridspec_kw={"height_ratios": heights}, squeeze=False)
-    for ax, claim in zip(axes[:, 0], claims, strict=True):
-        part = v[v["claim"] == claim].reset_index(drop=True)
+    for ax, panel in zip(axes[:, 0], claims, strict=True):
+        part = v[v["panel"] == panel].reset_index(drop=True)
+        claim = panel.split("|")[0]
         y = np.arange(len(part))
         contrast = part["group"].str.contains(" vs ")
         bound = np.where(part["measure"].isin(_FRACTIONS) & (part["scale"] != "log"),
@@ -1496,15 +1513,20 @@ def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) ->
                    f"{_group_label(r.group)}"
             if twin and r.measure:
                 name += f" ({_MEASURE_SHORT.get(r.measure, _measure_label(r.measure))})"
-            names.append(name)
-        ax.set_yticks(y, names, fontsize=9)
+            # two lines (comparison, then group) when long, so the axes keep their width
+            names.append(name.replace(", ", ",\n", 1) if len(name) > 36 else name)
+        ax.set_yticks(y, names, fontsize=8.5, linespacing=0.95)
         for tick, is_primary in zip(ax.get_yticklabels(), primary, strict=True):
             tick.set_fontweight("bold" if is_primary else "normal")
         ax.axvline(0.0, color="0.4", ls=":", lw=1)
-        ax.set_title(_claim_title(claim), loc="left")
+        radius = panel.endswith("|radius")
+        mixed = radius or f"{claim}|radius" in claims
+        ax.set_title(_claim_title(claim) + ((": minimal radius" if radius else ": fixed budget")
+                                            if mixed else ""), loc="left")
         main = part.loc[primary, "measure"].iloc[0] if primary.any() else part["measure"].iloc[0]
-        higher_better = main == "auroc"
-        cue = ("← attention's edge larger under the weaker attack" if contrast.all()
+        higher_better = main == "auroc" or main in _RADIUS_MEASURES
+        cue = (("attention's edge larger under the weaker attack →" if higher_better
+                else "← attention's edge larger under the weaker attack") if contrast.all()
                else "favours attention →" if higher_better else "← favours attention")
         # under the last row, at the edge of the side it names
         ax.set_ylim(len(part) + 0.4, -0.6)
@@ -1514,9 +1536,10 @@ def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) ->
                 color="0.3", style="italic")
         log = (part["scale"] == "log").all() and bool(main)
         what = _measure_label(main) if main else "the claim's measure"
-        if contrast.all():
-            xlabel = (f"change in attention − convolution {what}, weaker minus stronger "
-                      "attack")
+        if contrast.all() and log:
+            xlabel = "Δ log(attention / convolution) median radius, weak − strong attack"
+        elif contrast.all():
+            xlabel = f"Δ (attention − convolution) {what}, weak − strong attack"
         elif log:
             xlabel = f"log(attention / convolution), {what}"
         else:
@@ -1531,7 +1554,7 @@ def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) ->
     fig.legend(loc="upper center", frameon=False, ncol=3, bbox_to_anchor=(0.5, 1.0))
     _note(fig, profile_note)
     _label_log_axes(fig)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.55 / height))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.55 / height), h_pad=1.2)
     return fig
 
 
