@@ -14,7 +14,9 @@ secondary's Holm-adjusted one) is below ``alpha``, with at least
 :data:`topolip.evidence.stats.MIN_SEEDS`
 seed pairs; otherwise it is *inconclusive* (or *not enough seeds*; *noise floor* where the seed
 pairs were there but the noise floor dropped them; *description* for a family that cannot
-decide at the run's seed count). Architectures are compared
+decide at the run's seed count; *floor/ceiling*, untested and out of its Holm family, for a
+fixed-budget robustness row where a side's mean robust accuracy is at most 0.02 or at least
+0.98, :data:`ROBUST_FLOOR`). Architectures are compared
 by a paired t on the per-seed differences (:func:`topolip.evidence.stats.paired_t`), on the log
 scale
 for TopoLip (the effect is then a ratio), raw for accuracy drops and AUROCs; a TopoLip pair is
