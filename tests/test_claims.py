@@ -229,6 +229,27 @@ def test_floor_rule_marks_ladder_rows_at_the_floor_or_ceiling(vit_acc, resnet_ac
         assert r["p_adjusted"] >= r["pvalue"]
 
 
+def test_floor_rule_covers_the_corruption_rows():
+    drops = {(a, k): [0.3, 0.35, 0.32] for a in ("vit", "resnet")
+             for k in ("fgsm", "pgd", "autoattack")}
+    summ = pd.DataFrame([{"arch": a, "seed": s, "perturbation": k, "strength": 3,
+                          "accuracy_drop": d, "accuracy_perturbed": acc,
+                          "n_images": 200}
+                         for k, accs in (("elastic", {"vit": 0.985, "resnet": 0.9}),
+                                         ("rotation", {"vit": 0.6, "resnet": 0.7}))
+                         for a, acc in accs.items()
+                         for s, d in enumerate((0.01, 0.02, 0.015) if a == "vit"
+                                               else (0.1, 0.12, 0.11))])
+    summ = pd.concat([summ, _topolip_eps()], ignore_index=True)
+    c = Claim("robust", "x", "t", "smaller_accuracy_drop", {},
+              {"comparison": "vit vs resnet", "group": "fgsm"})
+    v = evaluate([c], {"robustness": _robustness(drops), "topolip_summary": summ})
+    v = v.set_index("group")
+    assert v.loc["elastic", "verdict"] == FLOOR_VERDICT        # the ViT keeps 0.985: ceiling
+    assert "ceiling" in v.loc["elastic", "flag"]
+    assert v.loc["rotation", "verdict"] == "supported"         # both sides off the floor
+
+
 def test_floor_sentence_says_not_informative():
     drops = {(a, k): [0.3, 0.35, 0.32] for a in ("vit", "resnet")
              for k in ("fgsm", "pgd", "autoattack")}

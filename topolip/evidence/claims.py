@@ -677,10 +677,11 @@ def smaller_accuracy_drop(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> l
     (``radius_summary``, log-scale paired t, when given) and a larger effective radius (at
     equal clean accuracy, :func:`effective_radius`), and a smaller accuracy drop under the
     attack ladder of ``robustness`` at the TopoLip ε and the corruptions of
-    ``topolip_summary`` (raw paired t). A ladder row where either side's mean robust accuracy
-    is at the floor or ceiling (:data:`ROBUST_FLOOR`) is :data:`FLOOR_VERDICT`, out of its Holm
-    family. Ladder rows whose verdict changes with attack strength, or whose models failed a
-    gradient-masking check (``masking``, when given), are flagged.
+    ``topolip_summary`` (raw paired t). A ladder or corruption row where either side's mean
+    (robust or corrupted) accuracy is at the floor or ceiling (:data:`ROBUST_FLOOR`) is
+    :data:`FLOOR_VERDICT`, out of its Holm family. Ladder rows whose verdict changes with
+    attack strength, or whose models failed a gradient-masking check (``masking``, when
+    given), are flagged.
 
     Options: ``ladder`` (default :data:`LADDER`), ``strength`` (default ``topolip``),
     ``corruptions`` (default: every kind of ``topolip_summary`` but FGSM and PGD),
@@ -702,7 +703,14 @@ def smaller_accuracy_drop(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> l
                                      if k not in ("fgsm", "pgd", *ladder)]
     corr = summary[summary["perturbation"].isin(kinds)]
     if len(corr):
-        rows += _comparison_rows(corr, "accuracy_drop", group_col="perturbation", scale="raw")
+        corr_rows = _comparison_rows(corr, "accuracy_drop", group_col="perturbation",
+                                     scale="raw")
+        if "accuracy_perturbed" in corr:
+            # the same floor rule: a corruption that leaves a side no accuracy, or all of it
+            acc = corr.assign(accuracy=corr["accuracy_perturbed"])
+            for r in corr_rows:
+                r["floor"] = _robust_floor(acc, r["comparison"].split(" vs "), [r["group"]])
+        rows += corr_rows
     out = _finish(rows, claim.id, claim.primary, alpha=_alpha(claim), claimed_sign=-1)
     for att, conv in FAMILY_PAIRS:
         rungs = [v for v in out if v.comparison == f"{att} vs {conv}" and v.group in ladder
