@@ -7,13 +7,15 @@ model in eval mode and gives every submodule its own train/eval flag back afterw
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import torch
 from torch import nn
 
-__all__ = ["Logits", "check_classifier_inputs", "check_images", "eval_mode", "model_device"]
+__all__ = ["Logits", "check_classifier_inputs", "check_count", "check_images", "eval_mode",
+           "model_device"]
 
 
 def check_images(x: torch.Tensor, name: str = "x", *, unit_range: bool = True) -> None:
@@ -169,3 +171,21 @@ def check_classifier_inputs(model: nn.Module, x: torch.Tensor, y: torch.Tensor) 
         raise ValueError(f"labels must be in 0..{k - 1} (the model has {k} logits), got "
                          f"labels in {int(y.min())}..{int(y.max())}")
     return k
+
+
+def check_count(value, name: str) -> int:
+    """``value`` as an int, if it is a positive integer (a step, restart or image count).
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, if ``value`` is a bool, not an integer, or below 1.
+
+    Examples
+    --------
+    >>> check_count(3, "steps")
+    3
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)

@@ -44,7 +44,14 @@ from torch import nn
 
 from topolip import roster
 from topolip.perturbations.corruptions import CORRUPTIONS, corrupt
-from topolip.tensors import Logits, check_classifier_inputs, check_images, eval_mode, model_device
+from topolip.tensors import (
+    Logits,
+    check_classifier_inputs,
+    check_count,
+    check_images,
+    eval_mode,
+    model_device,
+)
 
 __all__ = ["ATTACKS", "LADDER", "PERTURBATIONS", "autoattack", "check_strength", "fgsm",
            "perturb", "perturb_at", "pgd", "random_sign", "square"]
@@ -207,8 +214,8 @@ def pgd(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float, *,
     """
     eps = _check_eps(eps)
     _check_batch_size(batch_size)
-    steps = _check_count(steps, "steps")
-    restarts = _check_count(restarts, "restarts")
+    steps = check_count(steps, "steps")
+    restarts = check_count(restarts, "restarts")
     if restarts > 1 and not random_start:
         raise ValueError(f"restarts={restarts} needs random_start=True: without a random start "
                          "every restart is the same run")
@@ -311,9 +318,9 @@ def autoattack(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float, *
     """
     eps = _check_eps(eps)
     _check_batch_size(batch_size)
-    steps = _check_count(steps, "steps")
-    restarts = _check_count(restarts, "restarts")
-    n_target_classes = _check_count(n_target_classes, "n_target_classes")
+    steps = check_count(steps, "steps")
+    restarts = check_count(restarts, "restarts")
+    n_target_classes = check_count(n_target_classes, "n_target_classes")
     k = check_classifier_inputs(model, x, y)
     if k < 4:
         raise ValueError(f"autoattack needs a model with at least 4 logits (APGD-T's DLR loss "
@@ -398,7 +405,7 @@ def square(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float, *,
     """
     eps = _check_eps(eps)
     _check_batch_size(batch_size)
-    n_queries = _check_count(n_queries, "n_queries")
+    n_queries = check_count(n_queries, "n_queries")
     if isinstance(p_init, bool) or not isinstance(p_init, numbers.Real) or not (
             0 < p_init <= 1):
         raise ValueError(f"p_init (fraction of pixels of the first square) must be in (0, 1], "
@@ -687,12 +694,6 @@ def _run_seeded(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(int(seed))
         return _run_attack(model, x, y, make, batch_size)
-
-
-def _check_count(value: int, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def _check_eps(eps: float) -> float:

@@ -51,7 +51,7 @@ import torchattacks
 from torch import nn
 
 from topolip.perturbations.attacks import autoattack, fgsm
-from topolip.tensors import Logits, check_classifier_inputs, eval_mode, model_device
+from topolip.tensors import Logits, check_classifier_inputs, check_count, eval_mode, model_device
 
 __all__ = ["RADIUS_ATTACKS", "RadiusResult", "eps_grid_from_radii", "fab_radius",
            "minimal_radius", "radius_agreement", "robust_accuracy_from_radii"]
@@ -475,7 +475,7 @@ def eps_grid_from_radii(radii: Mapping[object, np.ndarray], *, n_points: int = 1
     >>> g.round(4).tolist()
     [0.0, 0.02, 0.0424, 0.09]
     """
-    n_points = _count(n_points, "n_points")
+    n_points = check_count(n_points, "n_points")
     if n_points < 2:
         raise ValueError(f"n_points must be >= 2, got {n_points}")
     if not (0 < bottom < top < 1):
@@ -557,7 +557,7 @@ def _check_call(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps_max,
     budget, and each named count a positive integer; returns ``(K, eps_max, *counts)``, ``K``
     the model's number of logits."""
     eps_max = _positive_budget(eps_max, "eps_max")
-    values = tuple(_count(v, name) for name, v in counts.items())
+    values = tuple(check_count(v, name) for name, v in counts.items())
     return (check_classifier_inputs(model, x, y), eps_max, *values)
 
 
@@ -567,9 +567,3 @@ def _positive_budget(value, name: str) -> float:
         raise ValueError(f"{name} must be a number in (0, 1] (an L-inf budget in pixel units "
                          f"of [0, 1] images), got {value!r}")
     return float(value)
-
-
-def _count(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
