@@ -60,11 +60,17 @@
 # **Noise floor.** Where a model's TopoLip input displacement lies within the noise floor
 # ({doc}`02_topolip`), its TopoLip ratio means nothing: that model is left out of its kind's
 # ranking for every measure, so TopoLip and the baselines rank the same models.
+#
+# **Models that did not learn.** A model whose clean test accuracy is below `min_accuracy`
+# (here {glue:text}`ms-min-accuracy`; chance is 0.1) has almost no accuracy to lose, so its
+# accuracy drop says nothing about its smoothness: it is left out of every ranking. This run
+# leaves out {glue:text}`ms-not-learned`.
 
 # %% tags=["parameters"]
 results_dir = "results/quick"
 n_boot = 2000
 alpha = 0.05
+min_accuracy = 0.5
 
 # %% tags=["remove-input"]
 from pathlib import Path
@@ -73,7 +79,7 @@ import pandas as pd
 
 from topolip.evidence.measures import measure_population, measure_study
 from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
-from topolip.report.findings import measures_findings
+from topolip.report.findings import learner_findings, measures_findings
 from topolip.report.format import format_interval, glue_all, kind_label, show_parameters, show_table
 
 params = notebook_parameters(globals(), "09_measures")
@@ -84,7 +90,7 @@ show_parameters({**params, "tables read": "topolip_summary.csv, sweeps.csv",
 tables = Path(results_dir) / "tables"
 summary = read_table(tables / "topolip_summary.csv")
 sweeps = read_table(tables / "sweeps.csv")
-population = measure_population(summary, sweeps)
+population = measure_population(summary, sweeps, min_accuracy=min_accuracy)
 study, granulated = measure_study(population, alpha=alpha, n_resamples=n_boot)
 _ = write_table(population, tables / "measure_population.csv", params)
 _ = write_table(study, tables / "measure_study.csv", params)
@@ -97,6 +103,7 @@ seeds = sorted(int(s) for s in models["seed"].unique())
 _ = publish_registered("fig-measure-study", results_dir=results_dir, params=params,
                        seeds=seeds, alpha=alpha)
 _ = glue_all(measures_findings({"measure_study": study}, alpha=alpha))
+_ = glue_all(learner_findings(read_table(tables / "measure_population.csv"), min_accuracy))
 
 # %% [markdown]
 # ## Results

@@ -565,3 +565,28 @@ def test_ood_whiskers_stay_in_the_unit_interval():
             assert np.nanmax(ys) <= 1.0 + 1e-12
     finally:
         plt.close(fig)
+
+
+def test_effective_robustness_draws_every_model_and_the_fit_through_its_predictions():
+    from topolip.evidence.claims import effective_radius
+
+    acc = [0.90, 0.95, 0.97, 0.99, 0.93, 0.96]
+    rad = [0.010, 0.030, 0.020, 0.080, 0.015, 0.050]
+    rs = pd.DataFrame({"arch": ["vit", "resnet", "attention_stack"] * 2,
+                       "seed": [0, 0, 0, 1, 1, 1], "method": "autoattack",
+                       "clean_accuracy": acc, "median_radius": rad, "n_images": 200})
+    eff = effective_radius(rs)
+    fig = figures.plot_effective_robustness(rs, eff)
+    left, right = fig.axes[:2]
+    assert sum(len(c.get_offsets()) for c in left.collections
+               if hasattr(c, "get_offsets") and c.get_offsets().shape[1] == 2) >= 6
+    (line,) = [ln for ln in right.get_lines() if ln.get_linestyle() == "--"]
+    x = np.log(np.asarray(acc) / (1 - np.asarray(acc)))
+    slope, intercept = np.polyfit(x, np.log(rad), 1)
+    xs, ys = line.get_data()
+    np.testing.assert_allclose(np.log(ys), intercept + slope * xs, rtol=1e-9, atol=1e-9)
+    assert right.get_yscale() == "log"
+    assert "logit" in right.get_xlabel()
+    plt.close(fig)
+    with pytest.raises(ValueError, match="no row for method 'fgsm'"):
+        figures.plot_effective_robustness(rs, eff, method="fgsm")

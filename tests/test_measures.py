@@ -428,3 +428,26 @@ def test_a_jackknife_with_zero_variance_is_not_testable():
     study, _ = measure_study(pop)
     row = study.set_index(["perturbation", "measure"]).loc[("all", "displacement_ratio_max")]
     assert row["comparison"] == "not testable"
+
+
+def test_models_that_did_not_learn_are_left_out_of_the_study_and_counted():
+    from topolip.report.findings import learner_findings
+
+    summary = pd.DataFrame({"arch": ["vit", "vit", "resnet"], "seed": [0, 1, 0],
+                            "perturbation": "gaussian_noise", "accuracy_drop": [0.1, 0.2, 0.3],
+                            "end_to_end_scale_free": [1.0, 2.0, 3.0],
+                            "accuracy_clean": [0.95, 0.30, 0.97], "end_to_end_flag": ""})
+    sweeps = pd.DataFrame({"arch": "conv_stack", "parameter": "num_layers", "value": ["2", "4"],
+                           "seed": 0, "perturbation": "gaussian_noise",
+                           "accuracy_drop": [0.05, 0.2], "end_to_end_scale_free": [1.0, 1.5],
+                           "test_accuracy": [0.373, 0.835], "checkpoint": ["c2", "c4"]})
+    pop = measure_population(summary, sweeps, min_accuracy=0.5)
+    assert pop.loc[pop["did_not_learn"], "model"].tolist() == ["vit/seed1", "c2"]
+    assert pop["excluded"].tolist() == [False, True, False, True, False]
+    kept = measure_population(summary, sweeps)
+    assert not kept["excluded"].any()
+    text = learner_findings(pop, 0.5)["ms-not-learned"]
+    assert text.startswith("2 models (ViT: clean accuracy 0.300; convolution stack")
+    assert "0.373" in text
+    with pytest.raises(ValueError, match="min_accuracy must be a number in"):
+        measure_population(summary, min_accuracy=1.5)

@@ -196,3 +196,18 @@ def test_kendall_interval_vectorised_equals_scipy_kendalltau_resample_by_resampl
     np.testing.assert_allclose([got["diff_low"], got["diff_high"]], diff.confidence_interval,
                                rtol=1e-12)
     assert got["tau"] == pytest.approx(st.kendalltau(t["m"], t["r"]).statistic, rel=1e-12)
+
+
+def test_pairs_equal_up_to_float_rounding_decide_nothing():
+    # 0.1 + 0.2 != 0.3 in floating point: four pairs differ by 5.6e-17, one by 0. Without the
+    # rounding guard the paired t gives t = 4, p = 0.016: a decision on noise.
+    a = [0.3] * 5
+    b = [0.1 + 0.2] * 4 + [0.3]
+    r = paired_t(a, b)
+    assert r.effect == 0.0 and r.pvalue == 1.0
+    assert decide(r.effect, r.pvalue, r.n_pairs) == "inconclusive"
+    lr = paired_t([0.3] * 5, b, log=True)
+    assert lr.effect == 0.0 and lr.pvalue == 1.0
+    # a real difference of 1e-9 of the values is kept
+    real = paired_t([1.0 + 1e-9 * k for k in (1, 2, 3, 4, 5)], [1.0] * 5)
+    assert real.effect > 0 and real.pvalue < 0.05

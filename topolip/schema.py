@@ -307,7 +307,8 @@ SCHEMAS: dict[str, TableSchema] = {t.name: t for t in (
            "detail:str"),
     _table("measure_population", "09_measures", "source:str model:str arch:str seed:int "
            "axis:str value:str is_base:bool perturbation:str strength:float excluded:bool "
-           "accuracy_drop:float end_to_end_scale_free:float geometric_mean_scale_free:float "
+           "did_not_learn:bool accuracy_drop:float end_to_end_scale_free:float "
+           "geometric_mean_scale_free:float "
            "end_to_end:float rtd_lite_ratio:float displacement_ratio_max:float "
            "displacement_ratio_mean:float cka_distance:float "
            "log10_lipschitz_estimate_product:float log10_spectral_norm_product:float "

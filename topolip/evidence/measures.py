@@ -154,7 +154,8 @@ def _flagged(table: pd.DataFrame, flag_column: str) -> np.ndarray:
 
 
 def measure_population(summary: pd.DataFrame, sweeps: pd.DataFrame | None = None, *,
-                       flag_column: str = "end_to_end_flag") -> pd.DataFrame:
+                       flag_column: str = "end_to_end_flag",
+                       min_accuracy: float = 0.0) -> pd.DataFrame:
     """One row per model and perturbation kind: the chain's models, then the sweep points.
 
     Parameters
@@ -169,6 +170,11 @@ def measure_population(summary: pd.DataFrame, sweeps: pd.DataFrame | None = None
         ``checkpoint`` and the same measure columns).
     flag_column : str, default="end_to_end_flag"
         Non-empty where the TopoLip input displacement lies within the noise floor.
+    min_accuracy : float, default=0.0
+        Clean accuracy (``accuracy_clean``, in [0, 1]) below which a model did not learn its
+        task: it is marked ``did_not_learn`` and ``excluded`` (its accuracy drop is bounded by
+        an accuracy near chance, so it would rank measures on noise). A model without a clean
+        accuracy is kept.
 
     Returns
     -------
@@ -176,14 +182,16 @@ def measure_population(summary: pd.DataFrame, sweeps: pd.DataFrame | None = None
         Columns ``source`` (``"chain"`` or ``"sweep"``), ``model`` (an id: ``arch/seedN`` or
         the sweep checkpoint), ``arch``, ``seed``, ``axis`` (the swept parameter; ``""`` for
         the chain), ``value`` (its JSON value), ``is_base``, ``perturbation``, ``strength``,
-        ``excluded`` (bool: within the noise floor, left out of the rankings),
+        ``excluded`` (bool: within the noise floor or did not learn, left out of the
+        rankings), ``did_not_learn`` (bool: clean accuracy below ``min_accuracy``),
         ``accuracy_drop`` and every measure column present. A sweep's base model appears once
         per axis it belongs to (the granulated τ of each axis needs it).
 
     Raises
     ------
     ValueError
-        If ``summary`` (or ``sweeps``) lacks an identifying column.
+        If ``summary`` (or ``sweeps``) lacks an identifying column, or ``min_accuracy`` is not
+        in [0, 1].
 
     Examples
     --------
@@ -194,6 +202,8 @@ def measure_population(summary: pd.DataFrame, sweeps: pd.DataFrame | None = None
     [['vit/seed0', False], ['vit/seed1', True]]
     """
     require_columns(summary, ["arch", "seed", "perturbation", "accuracy_drop"], "summary")
+    if not (isinstance(min_accuracy, (int, float)) and 0.0 <= float(min_accuracy) <= 1.0):
+        raise ValueError(f"min_accuracy must be a number in [0, 1], got {min_accuracy!r}")
     cols = [m.column for m in MEASURES]
     chain = summary.copy()
     chain["source"] = "chain"
@@ -224,10 +234,16 @@ def measure_population(summary: pd.DataFrame, sweeps: pd.DataFrame | None = None
         parts.append(sw)
         present += [c for c in cols if c in sw.columns and c not in present]
     keep = ["source", "model", "arch", "seed", "axis", "value", "is_base", "perturbation",
-            "strength", "excluded", "accuracy_drop"] + [c for c in cols if c in present]
+            "strength", "excluded", "did_not_learn", "accuracy_drop"] + [
+        c for c in cols if c in present]
+    for p in parts:
+        acc = (pd.to_numeric(p["accuracy_clean"], errors="coerce") if "accuracy_clean" in p
+               else pd.Series(np.nan, index=p.index))
+        p["did_not_learn"] = (acc < float(min_accuracy)).to_numpy()
     out = pd.concat([p.reindex(columns=keep) for p in parts], ignore_index=True)
     out["is_base"] = out["is_base"].fillna(False).astype(bool)
-    out["excluded"] = out["excluded"].astype(bool)
+    out["did_not_learn"] = out["did_not_learn"].fillna(False).astype(bool)
+    out["excluded"] = out["excluded"].astype(bool) | out["did_not_learn"]
     return out
 
 

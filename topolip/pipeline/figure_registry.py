@@ -506,12 +506,24 @@ def _bounds_vs_measured(bounds, measured):
     return figures.plot_bounds_vs_measured(bounds_vs_measured(bounds, measured))
 
 
+def _effective_robustness(radius_summary):
+    """04's effective-robustness figure from ``tables/radius_summary.csv``: the fit of
+    :func:`topolip.evidence.claims.effective_radius` drawn by
+    :func:`topolip.report.figures.plot_effective_robustness`."""
+    from topolip.evidence.claims import effective_radius
+    from topolip.report import figures
+
+    return figures.plot_effective_robustness(radius_summary, effective_radius(radius_summary))
+
+
 def _register_book_figures() -> None:
     """The figures the notebooks draw from saved tables with :mod:`topolip.report.figures`: every
     figure of the book."""
     t = "tables/{}.csv".format
     register_figure("fig-bounds-vs-measured", _bounds_vs_measured,
                     tables=[t("bounds"), t("topolip")], notebook="05_bounds_vs_measured")
+    register_figure("fig-effective-robustness", _effective_robustness,
+                    tables=[t("radius_summary")], notebook="04_robustness")
     for fig_id, name, table, notebook, kwargs in (
         ("fig-theory-attention", "plot_attention_scaling", "theory_attention", "00_theory", {}),
         ("fig-theory-conv", "plot_conv_scaling", "theory_conv", "00_theory", {}),

@@ -669,6 +669,8 @@ SCHEMA: dict[str, Param] = {p.name: p for p in (
     _P("estimate_n_iter", _Int(1), "power iterations of that estimate"),
     # statistics (verdicts)
     _P("n_boot", _Int(100), "hierarchical bootstrap replicates", 2000),
+    _P("min_accuracy", _Float(0.0, 1.0), "clean test accuracy below which a model did not "
+       "learn: left out of the measure study (09), counted", 0.5),
     _P("n_image_resamples", _Int(2), "bootstrap resamples of the test and OOD images for the "
        "AUROC (06)", 20),
     _P("alpha", _Float(0.0, 0.5, lo_open=True, hi_open=True), "error rate of the intervals "

@@ -32,7 +32,8 @@ from topolip.schema import require_columns
 __all__ = [
     "FIG_WIDTH", "STYLE", "plot_accuracy_curves", "plot_attention_scaling",
     "plot_bounds_vs_measured", "plot_conv_scaling", "plot_end_to_end", "plot_measure_study",
-    "plot_noise_floor", "plot_ood_behaviour", "plot_robust_curve", "plot_size_sweep",
+    "plot_effective_robustness", "plot_noise_floor", "plot_ood_behaviour", "plot_robust_curve",
+    "plot_size_sweep",
     "plot_sweep",
     "plot_topolip_by_layer",
     "plot_topolip_vs_accuracy", "plot_training_curves", "plot_verdicts",
@@ -645,6 +646,103 @@ def plot_robust_curve(curve: pd.DataFrame, *, profile_note: str | None = None) -
         ax.set_title(_name(method))
     axes.flat[0].legend()
     _figure_legend(fig, axes.flat[0])
+    _note(fig, profile_note)
+    _label_log_axes(fig)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))
+    return fig
+
+
+@_styled
+def plot_effective_robustness(radius_summary: pd.DataFrame, effective: pd.DataFrame, *,
+                              method: str = "autoattack", profile_note: str | None = None
+                              ) -> plt.Figure:
+    """Clean accuracy per architecture, and robustness against clean accuracy with the
+    effective-robustness fit (Taori et al. 2020) on the minimal radii.
+
+    Parameters
+    ----------
+    radius_summary : pandas.DataFrame
+        ``radius_summary.csv``: ``arch``, ``seed``, ``method``, ``clean_accuracy`` (share of
+        the radius images classified correctly, in [0, 1]), ``median_radius`` (L∞, pixels of
+        [0, 1]).
+    effective : pandas.DataFrame
+        :func:`topolip.evidence.claims.effective_radius` of the same table: ``arch``,
+        ``seed``, ``effective_radius``, ``slope``; the fit's line is recovered from it (its
+        intercept is the same for every row). May be empty (no fit drawn).
+    method : str, default="autoattack"
+        The bisected attack whose radii are drawn.
+    profile_note : str, optional
+        The profile the data came from, written under the panels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Left: clean accuracy, one point per model (seed) and a bar at each architecture's
+        mean; right: median radius (log axis) against clean accuracy on the logit scale (ticks
+        labelled as accuracies), one point per model, and the least-squares line of the fit:
+        a point above the line is more robust than its accuracy predicts.
+
+    Raises
+    ------
+    ValueError
+        If ``radius_summary`` lacks a column or has no row for ``method``.
+
+    Examples
+    --------
+    >>> rs = pd.DataFrame({"arch": ["vit", "resnet"] * 2, "seed": [0, 0, 1, 1],
+    ...                    "method": "autoattack", "clean_accuracy": [0.9, 0.95, 0.92, 0.97],
+    ...                    "median_radius": [0.01, 0.05, 0.012, 0.06]})
+    >>> fig = plot_effective_robustness(rs, pd.DataFrame()); len(fig.axes)
+    2
+    >>> plt.close(fig)
+    """
+    _require(radius_summary, ["arch", "seed", "method", "clean_accuracy", "median_radius"],
+             "radius summary")
+    t = radius_summary[radius_summary["method"] == method].copy()
+    if t.empty:
+        raise ValueError(f"radius summary has no row for method {method!r}")
+    t["clean_accuracy"] = t["clean_accuracy"].astype(float)
+    t["median_radius"] = t["median_radius"].astype(float)
+    palette, order = _palette(t["arch"]), _order(t["arch"])
+    markers = _arch_lines(t["arch"])["markers"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(FIG_WIDTH, 3.4),
+                                      gridspec_kw={"width_ratios": [1, 1.6]})
+    for i, arch in enumerate(order):
+        g = t[t["arch"] == arch]
+        jitter = np.linspace(-0.12, 0.12, len(g)) if len(g) > 1 else np.zeros(1)
+        mk = markers[arch] if isinstance(markers, dict) else "o"
+        left.scatter(i + jitter, g["clean_accuracy"], color=palette[arch], marker=mk, s=22,
+                     zorder=3, label=arch)
+        left.hlines(g["clean_accuracy"].mean(), i - 0.3, i + 0.3, color=palette[arch], lw=2)
+        ok = (g["median_radius"] > 0) & np.isfinite(g["median_radius"]) & \
+            (g["clean_accuracy"] > 0) & (g["clean_accuracy"] < 1)
+        acc = g["clean_accuracy"][ok]
+        right.scatter(np.log(acc / (1 - acc)), g["median_radius"][ok], color=palette[arch],
+                      marker=mk, s=22, zorder=3)
+    left.set_xticks(range(len(order)),
+                    [textwrap.fill(_name(a), 10, break_long_words=False) for a in order],
+                    fontsize="small")
+    left.legend()
+    left.set_ylabel("clean accuracy (radius images)")
+    left.set_xlim(-0.6, len(order) - 0.4)
+    if len(effective) and {"effective_radius", "slope", "arch", "seed"} <= set(effective):
+        e = effective.merge(t[["arch", "seed", "clean_accuracy", "median_radius"]],
+                            on=["arch", "seed"])
+        if len(e):
+            x = np.log(e["clean_accuracy"] / (1 - e["clean_accuracy"]))
+            slope = float(e["slope"].iloc[0])
+            intercept = float(np.mean(np.log(e["median_radius"]) - slope * x
+                                      - np.log(e["effective_radius"].astype(float))))
+            xs = np.linspace(x.min() - 0.2, x.max() + 0.2, 50)
+            right.plot(xs, np.exp(intercept + slope * xs), color="0.3", lw=1, ls="--",
+                       label=f"fit: log radius = {intercept:.2f} + {slope:.2f} logit(acc)")
+            right.legend(loc="lower right", fontsize="small")
+    _log_axis(right, "y")
+    right.xaxis.set_major_formatter(mticker.FuncFormatter(
+        lambda v, _: f"{1 / (1 + math.exp(-v)):.3g}"))
+    right.set_xlabel("clean accuracy (logit axis)")
+    right.set_ylabel(f"median radius, {_name(method)}")
+    _figure_legend(fig, left)
     _note(fig, profile_note)
     _label_log_axes(fig)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))

@@ -24,9 +24,11 @@ import pandas as pd
 
 from topolip import roster
 from topolip.report.format import ARCH_LABELS, arch_label, arch_ranking, glue_text, kind_label
+from topolip.schema import require_columns
 
 __all__ = [
-    "bounds_findings", "compare_findings", "measures_findings", "ood_findings",
+    "bounds_findings", "compare_findings", "learner_findings", "measures_findings",
+    "ood_findings",
     "radius_findings", "robustness_findings", "sweeps_findings", "theory_findings",
     "topolip_findings", "train_findings", "verdict_findings",
 ]
@@ -659,8 +661,14 @@ def radius_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]
         ``rd-check-within`` (mean share within the band), ``rd-check-factor``,
         ``rd-check-only-fab`` (images FAB broke and the bisection did not); the grid
         ``rd-grid`` (its positive range), ``rd-n-grid``; ``rd-attacks`` (mean attack calls per
-        model and attack).
+        model and attack); the effective-robustness fit (:func:`topolip.evidence.claims.
+        effective_radius`, APGD-CE + APGD-T radii) ``rd-eff-slope`` (log radius per logit of
+        clean accuracy; "no fit" under three models), ``rd-eff-n`` (models fitted),
+        ``rd-eff-ranking`` (geometric mean over seeds of each architecture's effective
+        radius, lowest first) and ``rd-acc-ranking`` (mean clean accuracy on the radius images).
     """
+    from topolip.evidence.claims import effective_radius
+
     _params(params, ("n_radius", "radius_eps_max", "radius_steps", "radius_check_images",
                      "fab_steps"), "04_robustness")
     t = _frames(tables, ("radius_summary", "radius_check", "robust_curve"))
@@ -694,7 +702,60 @@ def radius_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]
     f["rd-grid"] = glue_text(f"{grid[0]:.3g} to {grid[-1]:.3g}" if grid else "empty", "{}")
     f["rd-n-grid"] = glue_text(len(grid), "{}")
     f["rd-attacks"] = glue_text(float(rs["attacks"].astype(float).mean()), "{:.0f}")
+    aa = rs[rs["method"] == "autoattack"]
+    f["rd-acc-ranking"] = glue_text(arch_ranking(
+        aa.groupby("arch", sort=False)["clean_accuracy"].mean(), "{:.3f}", sep=" < "), "{}")
+    eff = effective_radius(rs)
+    f["rd-eff-n"] = glue_text(len(eff), "{}")
+    if len(eff):
+        f["rd-eff-slope"] = glue_text(float(eff["slope"].iloc[0]), "{:+.2f}")
+        gm = (eff.assign(le=np.log(eff["effective_radius"].astype(float)))
+              .groupby("arch", sort=False)["le"].mean().map(np.exp))
+        f["rd-eff-ranking"] = glue_text(arch_ranking(gm, "{:.2f}", sep=" < "), "{}")
+    else:
+        f["rd-eff-slope"] = glue_text("no fit (fewer than three models)", "{}")
+        f["rd-eff-ranking"] = glue_text("no fit (fewer than three models)", "{}")
     return f
+
+
+def learner_findings(population: pd.DataFrame, min_accuracy: float) -> dict[str, str]:
+    """What ``09_measures`` glues about the models left out for not learning.
+
+    Parameters
+    ----------
+    population : pandas.DataFrame
+        ``measure_population.csv`` (:func:`topolip.evidence.measures.measure_population`):
+        ``model``, ``arch``, ``axis``, ``value``, ``did_not_learn``, ``accuracy_clean``.
+    min_accuracy : float
+        The threshold the population was built with (clean accuracy in [0, 1]).
+
+    Returns
+    -------
+    dict
+        ``ms-min-accuracy`` and ``ms-not-learned``: "no model" or the count of distinct
+        models with each one's architecture, swept parameter and clean accuracy.
+
+    Examples
+    --------
+    >>> pop = pd.DataFrame({"model": ["a", "a", "b"], "arch": "conv_stack",
+    ...                     "axis": ["num_layers", "num_layers", ""], "value": ["2", "2", ""],
+    ...                     "did_not_learn": [True, True, False],
+    ...                     "accuracy_clean": [0.373, 0.373, 0.9]})
+    >>> learner_findings(pop, 0.5)["ms-not-learned"]
+    '1 model (convolution stack, num_layers = 2: clean accuracy 0.373)'
+    """
+    require_columns(population, ["model", "arch", "axis", "value", "did_not_learn",
+                                 "accuracy_clean"], "measure_population")
+    bad = population[population["did_not_learn"].astype(bool)].drop_duplicates("model")
+    parts = []
+    for _, r in bad.iterrows():
+        where = f", {r['axis']} = {r['value']}" if str(r["axis"]) not in ("", "nan") else ""
+        parts.append(f"{arch_label(r['arch'])}{where}: clean accuracy "
+                     f"{float(r['accuracy_clean']):.3f}")
+    text = ("no model" if not parts else
+            f"{len(parts)} model{'s' if len(parts) > 1 else ''} ({'; '.join(parts)})")
+    return {"ms-min-accuracy": glue_text(float(min_accuracy), "{:g}"),
+            "ms-not-learned": glue_text(text, "{}")}
 
 
 def verdict_findings(tables: Tables, *, claims: Sequence, alpha: float, n_seeds: int,
