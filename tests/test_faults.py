@@ -579,3 +579,30 @@ def test_a_read_only_results_folder_fails_cleanly_and_keeps_the_tables(small_dis
     with pytest.raises(Exception, match="Read-only file system"):
         run_chain(root, {**PARAMS, "n_points": 5}, **QUIET)
     assert {p.name: p.read_bytes() for p in tables.iterdir()} == before
+
+
+def test_a_resume_right_after_a_kill_removes_the_dead_writers_tmp(tmp_path):
+    # README: what a killed run leaves (.tmp files) is removed by the next run, even at once
+    from topolip.io import atomic_write_text
+    from topolip.nets.train import remove_stale_temporaries
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    pid = int(dead.stdout)
+    ckpt = tmp_path / "m.pt"
+    left = tmp_path / f".m.pt.{pid}.ab12cd34.tmp"  # a dead writer's, written a moment ago
+    left.write_bytes(b"half")
+    live = tmp_path / f".m.pt.{os.getpid()}.ef56gh78.tmp"  # a live writer's, fresh: kept
+    live.write_bytes(b"half")
+    assert remove_stale_temporaries(ckpt) == [left]
+    assert live.exists() and not left.exists()
+    seen = []
+    atomic_write_text(ckpt, "x")  # the temporary's name carries the writer's pid
+    import topolip.io as tio
+    real = tio.os.replace
+    try:
+        tio.os.replace = lambda a, b: (seen.append(Path(a).name), real(a, b))[1]
+        atomic_write_text(ckpt, "y")
+    finally:
+        tio.os.replace = real
+    assert seen and seen[0].startswith(f".m.pt.{os.getpid()}.") and seen[0].endswith(".tmp")

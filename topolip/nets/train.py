@@ -15,6 +15,7 @@ import io
 import json
 import math
 import numbers
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -489,13 +490,43 @@ def _load_weights(path: Path, model: nn.Module, state: Mapping[str, Any]) -> Non
                        + " ".join(x.strip() for x in first[:3])) from None
 
 
+def _writer_alive(tmp: Path, name: str) -> bool | None:
+    """Whether the process that named ``tmp`` (``.{name}.{pid}.XXXX.tmp``) still runs on this
+    host; None when the name holds no pid (a file of an older writer)."""
+    rest = tmp.name[len(f".{name}."):].split(".")
+    if len(rest) < 3 or not rest[0].isdigit():
+        return None
+    try:
+        os.kill(int(rest[0]), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # another user's live process (or a pid we cannot probe): keep it
+    return True
+
+
 def remove_stale_temporaries(path: str | Path, *, older_than_s: float = 60.0) -> list[Path]:
     """Delete temporary files that an interrupted write of ``path`` left behind.
 
-    :func:`topolip.io.atomic_write` writes ``.{name}.XXXX.tmp`` next to ``path`` and renames
-    it; a process killed in between leaves that file. Those not modified for ``older_than_s``
-    seconds (so a concurrent writer's file is kept), or dated more than that in the future (a
-    clock set wrong), are removed; the removed paths are returned.
+    :func:`topolip.io.atomic_write` writes ``.{name}.{pid}.XXXX.tmp`` next to ``path`` and
+    renames it; a process killed in between leaves that file. A temporary whose writer (the
+    ``pid`` in its name) no longer runs on this host is removed whatever its age, so a resume
+    right after a kill cleans up. Any other (a live writer's, a name without a pid, a writer on
+    another host sharing the folder, a reused pid) is removed when not modified for
+    ``older_than_s`` seconds or dated more than that in the future (a clock set wrong), so a
+    concurrent writer's fresh file is kept.
+
+    Parameters
+    ----------
+    path : path
+        The file whose temporaries are looked for (in its folder).
+    older_than_s : float, default=60.0
+        Age in seconds past which any temporary is stale.
+
+    Returns
+    -------
+    list of Path
+        The removed temporaries.
     """
     path = Path(path)
     if not path.parent.is_dir():
@@ -504,7 +535,9 @@ def remove_stale_temporaries(path: str | Path, *, older_than_s: float = 60.0) ->
     removed = []
     for tmp in path.parent.glob(f".{path.name}.*.tmp"):
         try:
-            if abs(now - tmp.stat().st_mtime) >= older_than_s:  # a future date is stale too
+            alive = _writer_alive(tmp, path.name)
+            old = abs(now - tmp.stat().st_mtime) >= older_than_s  # a future date is stale too
+            if alive is False or old:
                 tmp.unlink()
                 removed.append(tmp)
         except FileNotFoundError:
