@@ -32,7 +32,8 @@ from topolip.nets.models import build_model, check_arch
 from topolip.tensors import eval_mode
 
 __all__ = [
-    "CHANNELS_LAST_ARCHS", "EVAL_BATCH_SIZE", "ModelSpec", "TrainConfig", "TrainResult", "accuracy",
+    "CHANNELS_LAST_ARCHS", "EVAL_BATCH_SIZE", "ModelSpec", "TaskAbandoned", "TrainConfig",
+    "TrainResult", "accuracy",
     "checkpoint_path", "configure_threads", "default_device", "fit", "load_trained",
     "prefers_channels_last", "remove_stale_temporaries", "spec_for", "training_environment",
     "validation_split",
@@ -490,6 +491,17 @@ def _load_weights(path: Path, model: nn.Module, state: Mapping[str, Any]) -> Non
                        + " ".join(x.strip() for x in first[:3])) from None
 
 
+class TaskAbandoned(RuntimeError):
+    """A training stopped because nobody waits for it any more (its client or scheduler is
+    gone); it wrote no checkpoint after it noticed."""
+
+
+def _abandon_if_unwanted(still_wanted: Callable[[], bool] | None, spec: Any, epoch: int) -> None:
+    if still_wanted is not None and not still_wanted():
+        raise TaskAbandoned(f"training of {getattr(spec, 'arch', spec)} stopped after epoch "
+                            f"{epoch}: its client is gone; no checkpoint written for it")
+
+
 def _writer_alive(tmp: Path, name: str) -> bool | None:
     """Whether the process that named ``tmp`` (``.{name}.{pid}.XXXX.tmp``) still runs on this
     host; None when the name holds no pid (a file of an older writer)."""
@@ -617,6 +629,7 @@ def fit(
     progress: bool = True,
     on_epoch_end: Callable[[int], None] | None = None,
     channels_last: bool | None = None,
+    still_wanted: Callable[[], bool] | None = None,
 ) -> TrainResult:
     """Train ``spec`` on ``data.x_train`` and report clean test accuracy, resuming if possible.
 
@@ -640,6 +653,12 @@ def fit(
     on_epoch_end : callable, optional
         Called with the finished epoch number after its checkpoint is written (tests use it to
         interrupt a run).
+    still_wanted : callable, optional
+        Called with no argument after each epoch, before its checkpoint is written, and before
+        the final one; when it returns False the run stops there, writes nothing more and
+        raises :class:`TaskAbandoned` (a Dask task passes
+        :func:`topolip.tasks.cluster.task_still_wanted`, False once its client or scheduler
+        is gone). Default: always wanted.
     channels_last : bool, optional
         Train (and evaluate) in ``channels_last`` memory format; default
         :func:`prefers_channels_last` (the conv stack on the CPU). The same numbers up to
@@ -757,6 +776,7 @@ def fit(
                     "model": copy.deepcopy(model.state_dict())}
         bar.set_postfix(loss=f"{loss_sum / n:.3f}", acc=f"{correct / n:.3f}",
                         **({} if val_acc is None else {"val": f"{val_acc:.3f}"}))
+        _abandon_if_unwanted(still_wanted, spec, epoch + 1)
         if ckpt is not None:
             _save(ckpt, {"format": FORMAT, "identity": identity, "epoch": epoch + 1,
                          "model": model.state_dict(), "optimizer": opt.state_dict(),
@@ -773,6 +793,7 @@ def fit(
     final = {"train_accuracy": accuracy(model, x_fit, y_fit),
              "val_accuracy": best["val_accuracy"] if best is not None else None,
              "best_epoch": best_epoch}
+    _abandon_if_unwanted(still_wanted, spec, config.epochs)
     if ckpt is not None:  # the finished run keeps the chosen epoch's weights only
         _save(ckpt, {"format": FORMAT, "identity": identity, "epoch": config.epochs,
                      "model": model.state_dict(), "optimizer": opt.state_dict(),
