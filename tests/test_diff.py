@@ -114,3 +114,34 @@ def test_folders_without_glue_say_not_compared(tmp_path):
     assert f"glued numbers: not compared (no glue.json in {b})" in lines
     same = format_diff(diff_results(a, _folder(tmp_path, "c", VERDICTS_A, {"acc-vit": "0.916"})))
     assert "glued numbers: none moved" in same
+
+
+GLUER = '''# %% tags=["parameters"]
+results_dir = "results/t"
+acc = 0.916
+
+# %%
+from pathlib import Path
+from myst_nb import glue
+(Path(results_dir) / "tables").mkdir(parents=True, exist_ok=True)
+(Path(results_dir) / "tables" / "summary.csv").write_text(f"arch,acc\\nvit,{acc}\\n")
+glue("acc-vit", f"{acc:.3f}", display=False)
+'''
+
+
+def test_the_chain_writes_glue_json_that_diff_compares(tmp_path):
+    from topolip.pipeline import run_chain
+
+    root = tmp_path / "repo"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "notebooks" / "01_glue.py").write_text(GLUER)
+    run_chain(root, {}, log=lambda _: None)
+    glue = root / "results/t/glue.json"
+    assert json.loads(glue.read_text()) == {"01_glue::acc-vit": "0.916"}
+    before = tmp_path / "before"
+    (root / "results/t").rename(before)
+    run_chain(root, {"acc": 0.921}, log=lambda _: None)
+    d = diff_results(before, root / "results/t")
+    assert d.no_glue == ()
+    assert d.glue == [("01_glue::acc-vit", "0.916", "0.921")]
+    assert "glued numbers: 1 moved" in format_diff(d)

@@ -579,3 +579,74 @@ def test_a_read_only_results_folder_fails_cleanly_and_keeps_the_tables(small_dis
     with pytest.raises(Exception, match="Read-only file system"):
         run_chain(root, {**PARAMS, "n_points": 5}, **QUIET)
     assert {p.name: p.read_bytes() for p in tables.iterdir()} == before
+
+
+def test_a_resume_right_after_a_kill_removes_the_dead_writers_tmp(tmp_path):
+    # README: what a killed run leaves (.tmp files) is removed by the next run, even at once
+    from topolip.io import atomic_write_text
+    from topolip.nets.train import remove_stale_temporaries
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    pid = int(dead.stdout)
+    ckpt = tmp_path / "m.pt"
+    left = tmp_path / f".m.pt.{pid}.ab12cd34.tmp"  # a dead writer's, written a moment ago
+    left.write_bytes(b"half")
+    live = tmp_path / f".m.pt.{os.getpid()}.ef56gh78.tmp"  # a live writer's, fresh: kept
+    live.write_bytes(b"half")
+    assert remove_stale_temporaries(ckpt) == [left]
+    assert live.exists() and not left.exists()
+    seen = []
+    atomic_write_text(ckpt, "x")  # the temporary's name carries the writer's pid
+    import topolip.io as tio
+    real = tio.os.replace
+    try:
+        tio.os.replace = lambda a, b: (seen.append(Path(a).name), real(a, b))[1]
+        atomic_write_text(ckpt, "y")
+    finally:
+        tio.os.replace = real
+    assert seen and seen[0].startswith(f".m.pt.{os.getpid()}.") and seen[0].endswith(".tmp")
+
+
+def test_a_training_nobody_waits_for_stops_without_writing_its_checkpoint(tmp_path):
+    from topolip.nets import ModelSpec, TrainConfig, fit, load_mnist
+    from topolip.nets.train import TaskAbandoned
+
+    data = load_mnist(n_train=40, n_test=20, seed=0)
+    asked = []
+    with pytest.raises(TaskAbandoned, match="client is gone; no checkpoint written"):
+        fit(ModelSpec("conv_stack", {"num_layers": 1, "channels": 2}), data,
+            TrainConfig(epochs=2, batch_size=40), checkpoint=tmp_path / "m.pt", device="cpu",
+            progress=False, still_wanted=lambda: asked.append(1) and False)
+    assert asked and not (tmp_path / "m.pt").exists() and not list(tmp_path.glob("*.tmp"))
+
+
+def _wait_until_unwanted(path):
+    from topolip.tasks.cluster import task_still_wanted
+
+    Path(path).write_text("running" if task_still_wanted() else "unwanted at start")
+    deadline = time.time() + 20
+    while task_still_wanted() and time.time() < deadline:
+        time.sleep(0.05)
+    Path(path).write_text("stopped" if not task_still_wanted() else "still wanted")
+
+
+def test_a_task_whose_client_let_go_is_no_longer_wanted(tmp_path):
+    from distributed import Client, LocalCluster
+
+    from topolip.tasks.cluster import task_still_wanted
+
+    assert task_still_wanted(), "outside a worker (a serial run) a task is wanted"
+    note = tmp_path / "note.txt"
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        fut = client.submit(_wait_until_unwanted, str(note), pure=False)
+        deadline = time.time() + 20
+        while not note.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        assert note.read_text() == "running"
+        fut.cancel()  # what the scheduler does to the tasks of a client that is gone
+        deadline = time.time() + 20
+        while note.read_text() == "running" and time.time() < deadline:
+            time.sleep(0.05)
+    assert note.read_text() == "stopped"

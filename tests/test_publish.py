@@ -118,3 +118,31 @@ def test_the_publication_date_is_the_commits(tmp_path):
     (tmp_path / "sub").mkdir()
     assert _commit_date(str(tmp_path / "sub")) == "2025/03/04"
     assert _commit_date(str(tmp_path.parent / "no-such-folder")) is None
+
+
+def test_a_launched_chapter_resolves_its_paths_from_book_notebooks(tmp_path):
+    # Binder: the package is installed, JupyterLab starts the kernel in book/notebooks/; the
+    # first cell must move to the root so results/quick, data/claims.yml and `topolip run` resolve
+    import nbclient
+    import nbformat as nbf
+
+    from topolip.pipeline.book import install_cell
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'topolip'\n")
+    (tmp_path / "topolip").mkdir()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "claims.yml").write_text("claims: []\n")
+    (tmp_path / "results" / "quick" / "tables").mkdir(parents=True)
+    start = tmp_path / "book" / "notebooks"
+    start.mkdir(parents=True)
+    check = nbf.v4.new_code_cell(
+        "import pathlib\n"
+        "assert pathlib.Path('data/claims.yml').is_file(), pathlib.Path.cwd()\n"
+        "assert (_results / 'tables').is_dir()\n"
+        "print(pathlib.Path.cwd())")
+    nb = nbf.v4.new_notebook(cells=[
+        install_cell("https://example.invalid/none.git", site="https://example.invalid/",
+                     results_dir="results/quick", profile="quick"), check])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(start)}}).execute()
+    assert nb.cells[1].outputs[0]["text"].strip() == str(tmp_path.resolve())

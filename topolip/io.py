@@ -110,8 +110,9 @@ def json_plain(obj: Any) -> Any:
 def atomic_write(path: str | os.PathLike, write: Callable[[io.BufferedWriter], Any]) -> Path:
     """Write ``path`` through ``write(fileobj)`` into a temporary file, then rename it in place.
 
-    The temporary file lives in the same folder (so the rename is atomic on POSIX) and is
-    fsync'ed before the rename; on any error it is removed and ``path`` keeps its old content.
+    The temporary file, ``.{name}.{pid}.XXXXXXXX.tmp`` (``pid`` the writer's process id), lives
+    in the same folder (so the rename is atomic on POSIX) and is fsync'ed before the rename; on
+    any error it is removed and ``path`` keeps its old content.
     The file gets the mode a plain ``open(path, "w")`` would give it: ``0o666`` less the umask
     (``0o644`` under the usual ``022``), not the ``0o600`` of a temporary file.
 
@@ -125,7 +126,10 @@ def atomic_write(path: str | os.PathLike, write: Callable[[io.BufferedWriter], A
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # the writer's pid in the name (".{name}.{pid}.XXXXXXXX.tmp"): a later run removes the
+    # temporary of a dead writer at once (topolip.nets.train.remove_stale_temporaries)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp",
+                               dir=path.parent)
     try:
         os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "wb") as f:

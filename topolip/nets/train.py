@@ -15,6 +15,7 @@ import io
 import json
 import math
 import numbers
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -31,7 +32,8 @@ from topolip.nets.models import build_model, check_arch
 from topolip.tensors import eval_mode
 
 __all__ = [
-    "CHANNELS_LAST_ARCHS", "EVAL_BATCH_SIZE", "ModelSpec", "TrainConfig", "TrainResult", "accuracy",
+    "CHANNELS_LAST_ARCHS", "EVAL_BATCH_SIZE", "ModelSpec", "TaskAbandoned", "TrainConfig",
+    "TrainResult", "accuracy",
     "checkpoint_path", "configure_threads", "default_device", "fit", "load_trained",
     "prefers_channels_last", "remove_stale_temporaries", "spec_for", "training_environment",
     "validation_split",
@@ -489,13 +491,54 @@ def _load_weights(path: Path, model: nn.Module, state: Mapping[str, Any]) -> Non
                        + " ".join(x.strip() for x in first[:3])) from None
 
 
+class TaskAbandoned(RuntimeError):
+    """A training stopped because nobody waits for it any more (its client or scheduler is
+    gone); it wrote no checkpoint after it noticed."""
+
+
+def _abandon_if_unwanted(still_wanted: Callable[[], bool] | None, spec: Any, epoch: int) -> None:
+    if still_wanted is not None and not still_wanted():
+        raise TaskAbandoned(f"training of {getattr(spec, 'arch', spec)} stopped after epoch "
+                            f"{epoch}: its client is gone; no checkpoint written for it")
+
+
+def _writer_alive(tmp: Path, name: str) -> bool | None:
+    """Whether the process that named ``tmp`` (``.{name}.{pid}.XXXX.tmp``) still runs on this
+    host; None when the name holds no pid (a file of an older writer)."""
+    rest = tmp.name[len(f".{name}."):].split(".")
+    if len(rest) < 3 or not rest[0].isdigit():
+        return None
+    try:
+        os.kill(int(rest[0]), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # another user's live process (or a pid we cannot probe): keep it
+    return True
+
+
 def remove_stale_temporaries(path: str | Path, *, older_than_s: float = 60.0) -> list[Path]:
     """Delete temporary files that an interrupted write of ``path`` left behind.
 
-    :func:`topolip.io.atomic_write` writes ``.{name}.XXXX.tmp`` next to ``path`` and renames
-    it; a process killed in between leaves that file. Those not modified for ``older_than_s``
-    seconds (so a concurrent writer's file is kept), or dated more than that in the future (a
-    clock set wrong), are removed; the removed paths are returned.
+    :func:`topolip.io.atomic_write` writes ``.{name}.{pid}.XXXX.tmp`` next to ``path`` and
+    renames it; a process killed in between leaves that file. A temporary whose writer (the
+    ``pid`` in its name) no longer runs on this host is removed whatever its age, so a resume
+    right after a kill cleans up. Any other (a live writer's, a name without a pid, a writer on
+    another host sharing the folder, a reused pid) is removed when not modified for
+    ``older_than_s`` seconds or dated more than that in the future (a clock set wrong), so a
+    concurrent writer's fresh file is kept.
+
+    Parameters
+    ----------
+    path : path
+        The file whose temporaries are looked for (in its folder).
+    older_than_s : float, default=60.0
+        Age in seconds past which any temporary is stale.
+
+    Returns
+    -------
+    list of Path
+        The removed temporaries.
     """
     path = Path(path)
     if not path.parent.is_dir():
@@ -504,7 +547,9 @@ def remove_stale_temporaries(path: str | Path, *, older_than_s: float = 60.0) ->
     removed = []
     for tmp in path.parent.glob(f".{path.name}.*.tmp"):
         try:
-            if abs(now - tmp.stat().st_mtime) >= older_than_s:  # a future date is stale too
+            alive = _writer_alive(tmp, path.name)
+            old = abs(now - tmp.stat().st_mtime) >= older_than_s  # a future date is stale too
+            if alive is False or old:
                 tmp.unlink()
                 removed.append(tmp)
         except FileNotFoundError:
@@ -584,6 +629,7 @@ def fit(
     progress: bool = True,
     on_epoch_end: Callable[[int], None] | None = None,
     channels_last: bool | None = None,
+    still_wanted: Callable[[], bool] | None = None,
 ) -> TrainResult:
     """Train ``spec`` on ``data.x_train`` and report clean test accuracy, resuming if possible.
 
@@ -607,6 +653,12 @@ def fit(
     on_epoch_end : callable, optional
         Called with the finished epoch number after its checkpoint is written (tests use it to
         interrupt a run).
+    still_wanted : callable, optional
+        Called with no argument after each epoch, before its checkpoint is written, and before
+        the final one; when it returns False the run stops there, writes nothing more and
+        raises :class:`TaskAbandoned` (a Dask task passes
+        :func:`topolip.tasks.cluster.task_still_wanted`, False once its client or scheduler
+        is gone). Default: always wanted.
     channels_last : bool, optional
         Train (and evaluate) in ``channels_last`` memory format; default
         :func:`prefers_channels_last` (the conv stack on the CPU). The same numbers up to
@@ -724,6 +776,7 @@ def fit(
                     "model": copy.deepcopy(model.state_dict())}
         bar.set_postfix(loss=f"{loss_sum / n:.3f}", acc=f"{correct / n:.3f}",
                         **({} if val_acc is None else {"val": f"{val_acc:.3f}"}))
+        _abandon_if_unwanted(still_wanted, spec, epoch + 1)
         if ckpt is not None:
             _save(ckpt, {"format": FORMAT, "identity": identity, "epoch": epoch + 1,
                          "model": model.state_dict(), "optimizer": opt.state_dict(),
@@ -740,6 +793,7 @@ def fit(
     final = {"train_accuracy": accuracy(model, x_fit, y_fit),
              "val_accuracy": best["val_accuracy"] if best is not None else None,
              "best_epoch": best_epoch}
+    _abandon_if_unwanted(still_wanted, spec, config.epochs)
     if ckpt is not None:  # the finished run keeps the chosen epoch's weights only
         _save(ckpt, {"format": FORMAT, "identity": identity, "epoch": config.epochs,
                      "model": model.state_dict(), "optimizer": opt.state_dict(),

@@ -56,6 +56,7 @@ from topolip.pipeline.runner import (
     check_parameters,
     load_dependencies,
     run_chain,
+    write_glue,
 )
 
 __all__ = [
@@ -66,7 +67,7 @@ __all__ = [
     "load_params", "load_profile", "notebook_parameters", "parse_override", "provenance",
     "publish_figure", "publish_registered", "read_table", "redraw_figure", "register_figure",
     "run_chain", "schema_defaults", "stage", "stage_book", "toc_documents", "validate_params",
-    "write_table",
+    "write_glue", "write_table",
     # publishing (issue 19): the site's extras, the PDF, the verdict diff
     "ResultsDiff", "VerdictChange", "build_pdf", "diff_results", "figure_bibtex", "figure_links",
     "figure_numbers",

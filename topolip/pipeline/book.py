@@ -127,7 +127,9 @@ def install_cell(repository: str, *, site: str | None = None, results_dir: str |
     """A code cell that makes a downloaded chapter run as downloaded.
 
     Outside the repository (Colab, a download) it clones the repository and installs the
-    companion; on Binder (``binder/``) the companion is installed already. Then, when the
+    companion; on Binder (``binder/``) the companion is installed already, and the cell moves
+    to the repository root (the first folder up from the kernel's, e.g. ``book/notebooks/``,
+    holding ``pyproject.toml`` and ``topolip/``), so relative paths resolve. Then, when the
     chapter's results folder has no tables, it fetches the published ones
     (``{site}published/{profile}.tar.gz``, :func:`publish_results`), and when the chapter
     measures trained models (``needs_models``) and none is there, it trains them
@@ -150,7 +152,15 @@ def install_cell(repository: str, *, site: str | None = None, results_dir: str |
         "\"topolip-companion\"], check=True)\n"
         "    os.chdir(\"topolip-companion\")\n"
         "    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"--quiet\", \"-e\", "
-        "\".\"], check=True)\n")
+        "\".\"], check=True)\n"
+        "else:  # installed (Binder, a checkout): work from the repository root wherever the\n"
+        "    # kernel started (JupyterLab starts it in book/notebooks/)\n"
+        "    import pathlib\n"
+        "    _here = pathlib.Path.cwd().resolve()\n"
+        "    for _up in (_here, *_here.parents):\n"
+        "        if (_up / \"pyproject.toml\").is_file() and (_up / \"topolip\").is_dir():\n"
+        "            os.chdir(_up)\n"
+        "            break\n")
     if site and results_dir and profile:
         source += (
             "# The tables this chapter reads: the published run's, when none are here.\n"

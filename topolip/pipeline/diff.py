@@ -1,9 +1,9 @@
 """What a change did to the conclusions: compare two results folders (``topolip diff A B``).
 
 A results folder is ``results/<profile>/`` (or the ``data/<profile>/`` copy the published site
-carries): ``tables/*.csv`` and, where the book was built from it, ``glue.json`` (every number the
-book's prose glued, written by :func:`topolip.pipeline.book.stage_book`). :func:`diff_results`
-reports
+carries): ``tables/*.csv`` and ``glue.json`` (every number the book's prose glued, written by
+the chain, :func:`topolip.pipeline.runner.write_glue`, and for the site by
+:func:`topolip.pipeline.book.publish_results`). :func:`diff_results` reports
 
 - the verdicts (``tables/verdicts.csv``) that changed, keyed on claim, comparison and group:
   the decision (``verdict``), the interval (``low``, ``high``) and the p-values, over the

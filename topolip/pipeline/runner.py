@@ -59,7 +59,7 @@ from topolip.pipeline.provenance import library_fingerprint, provenance
 
 __all__ = ["ChainInterrupted", "DependencyError", "NotebookDeps", "NotebookFailed",
            "NotebookRun", "OutputsMissing", "ResultsInUse", "chain", "check_parameters",
-           "load_dependencies", "run_chain"]
+           "load_dependencies", "run_chain", "write_glue"]
 
 BOOK_NOTEBOOKS = Path("book") / "notebooks"
 #: The declaration of what each notebook reads and writes, relative to the repository root.
@@ -403,6 +403,8 @@ def run_chain(
             finally:
                 signals.quiet = True  # a second signal does not break the clean-up
                 cluster.close()
+                if not dry_run:
+                    write_glue(root, notebooks, params)
                 if saved is None:
                     os.environ.pop(_TIMEOUT_VARIABLE, None)
                 else:
@@ -413,6 +415,68 @@ def run_chain(
         finally:
             held.release()
     return runs
+
+
+#: The file, in each results folder, holding the text the chain's notebooks glued.
+GLUE_FILE = "glue.json"
+
+
+def write_glue(root: str | Path, notebooks: Sequence[Path], params: Mapping[str, Any]
+               ) -> list[Path]:
+    """Write ``<results_dir>/glue.json``: every text the executed notebooks glued.
+
+    Called by :func:`run_chain` when the chain stops (after its last notebook, a failure or an
+    interruption), so ``topolip diff`` compares the prose numbers of two results folders. The
+    file maps ``"<notebook stem>::<glue name>"`` to the glued text (str), the same keys as the
+    site's ``published/<profile>/glue.json``
+    (:func:`topolip.pipeline.book.publish_results`); figures and Markdown are left out. Each
+    folder gets the notebooks whose ``results_dir`` it is, read from their executed copies in
+    ``book/notebooks/`` (a notebook never executed, or whose copy is unreadable, is missing
+    from it; a folder none of whose notebooks has an executed copy gets no file). The write is
+    atomic (a reader sees the old file or the new one).
+
+    Parameters
+    ----------
+    root : path
+        Repository root.
+    notebooks : sequence of path
+        The chain's notebook sources (``notebooks/NN_name.py``), in order.
+    params : mapping
+        The run's parameters (for ``results_dir``).
+
+    Returns
+    -------
+    list of Path
+        The ``glue.json`` files written (none for a folder that cannot be written, e.g. a
+        read-only disk: the run's tables are then not there either).
+    """
+    from topolip.pipeline.book import glue_values
+
+    root = Path(root)
+    by_folder: dict[Path, dict[str, str]] = {}
+    for path in notebooks:
+        where = _results_dir(path, params)
+        if not where:
+            continue
+        folder = (root / where).resolve()
+        if folder == root.resolve():
+            continue
+        executed = root / BOOK_NOTEBOOKS / f"{path.stem}.ipynb"
+        try:
+            nb = nbformat.read(executed, as_version=4)
+        except (OSError, ValueError):  # never executed, or damaged
+            continue
+        by_folder.setdefault(folder, {}).update({f"{path.stem}::{k}": v for k, v in glue_values(nb).items()})
+    written = []
+    for folder, values in by_folder.items():
+        if not folder.is_dir():
+            continue
+        try:
+            written.append(atomic_write_text(folder / GLUE_FILE, json.dumps(
+                values, indent=1, sort_keys=True, ensure_ascii=False) + "\n"))
+        except OSError:
+            continue
+    return written
 
 
 _DEFAULT_TIMEOUT = 20.0

@@ -13,6 +13,7 @@ from topolip.tasks.cluster import (
     connect_scheduler,
     local_cluster,
     probe_scheduler,
+    task_still_wanted,
 )
 from topolip.tasks.per_model import (
     map_models,
@@ -29,5 +30,6 @@ __all__ = [
     "local_cluster",
     "map_models",
     "probe_scheduler",
+    "task_still_wanted",
     "train_models",
 ]

@@ -43,7 +43,7 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_SCHEDULER_TIMEOUT", "Task", "TaskError", "TaskRunner", "check_scheduler",
-    "connect_scheduler", "local_cluster", "probe_scheduler",
+    "connect_scheduler", "local_cluster", "probe_scheduler", "task_still_wanted",
 ]
 
 
@@ -237,6 +237,36 @@ def _run_one(fn: Callable[..., Any], args: tuple, kwargs: Mapping[str, Any],
 
         torch.set_num_threads(threads)
     return fn(*args, **dict(kwargs))
+
+
+def task_still_wanted() -> bool:
+    """Whether the Dask task running in this thread is still wanted by a live client.
+
+    False when the worker lost its scheduler (the stream to it closed, or the worker is
+    closing) or the scheduler released the task (its client is gone, or cancelled it); True
+    outside a Dask worker (a serial run). Long tasks call it before writing a result that
+    would outlive them (:func:`topolip.nets.train.fit` before each checkpoint).
+
+    Returns
+    -------
+    bool
+    """
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # not in a Dask worker
+        return True
+    status = getattr(getattr(worker, "status", None), "name", "running")
+    if status not in ("running", "paused"):
+        return False
+    stream = getattr(worker, "batched_stream", None)
+    comm = getattr(stream, "comm", None)
+    if stream is not None and (comm is None or comm.closed()):
+        return False
+    key = worker.get_current_task()
+    task = worker.state.tasks.get(key) if key is not None else None
+    return task is not None and task.state not in ("cancelled", "released", "forgotten")
 
 
 def _identity(obj: Any) -> Any:

@@ -23,9 +23,11 @@ def _describe(spec, config) -> str:
 
 def _train(spec, data, config, results_dir, device, measure):
     from topolip.nets.train import checkpoint_path, fit
+    from topolip.tasks.cluster import task_still_wanted
 
     ckpt = checkpoint_path(results_dir, spec, config, data)
-    result = fit(spec, data, config, checkpoint=ckpt, device=device, progress=False)
+    result = fit(spec, data, config, checkpoint=ckpt, device=device, progress=False,
+                 still_wanted=task_still_wanted)
     out = {"checkpoint": str(ckpt), "test_accuracy": result.test_accuracy,
            "train_accuracy": result.train_accuracy, "val_accuracy": result.val_accuracy,
            "best_epoch": result.best_epoch,
