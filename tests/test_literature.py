@@ -178,3 +178,31 @@ def test_evaluate_errors():
 def test_verdicts_tuple():
     assert lit.VERDICTS == ("consistent", "inconsistent", "not comparable")
     assert np.isnan(lit.rule_confidence_limit(_confidence().assign(relu=False), {})["low"])
+
+
+def test_castin_worst_case_on_hand_sized_head():
+    """n = 2, d = 2: power iteration at the worst-case input against a finite-difference
+    Jacobian + SVD (independent of torch.func)."""
+    import torch
+
+    from topolip.experiments.literature import castin_worst_case, head_attention, local_lipschitz
+
+    w_q = torch.tensor([[1.0, 0.5], [0.0, 2.0]], dtype=torch.float64)
+    w_k = torch.tensor([[1.5, 0.0], [0.3, 1.0]], dtype=torch.float64)
+    w_v = torch.tensor([[1.0, -0.2], [0.4, 0.8]], dtype=torch.float64)
+    x = castin_worst_case(w_q, w_k, 2.0, 2)
+    a = (w_q.T @ w_k).numpy() / np.sqrt(2)
+    ev, vec = np.linalg.eig(a)
+    u = vec[:, np.argmax(ev.real)].real
+    assert np.allclose(np.abs(x[0].numpy() @ u), 2.0) and np.allclose(x[1], x[0] / 2)
+    f = head_attention(w_q, w_k, w_v)
+    est = local_lipschitz(f, x, steps=50)
+    h, z, jac = 1e-6, x.numpy().ravel(), []
+    for i in range(z.size):
+        e = np.zeros_like(z)
+        e[i] = h
+        fp = f(torch.as_tensor((z + e).reshape(2, 2))).numpy().ravel()
+        fm = f(torch.as_tensor((z - e).reshape(2, 2))).numpy().ravel()
+        jac.append((fp - fm) / (2 * h))
+    ref = np.linalg.svd(np.array(jac).T, compute_uv=False)[0]
+    assert est == pytest.approx(ref, rel=1e-6)

@@ -371,7 +371,8 @@ def _source(s: Mapping[str, Any]) -> str:
     return f"{s['authors']} {s['year']}, arXiv:{s['arxiv']}, {s['where']}"
 
 
-def evaluate_literature(tables: Mapping[str, pd.DataFrame], rows: Sequence[Mapping]) -> pd.DataFrame:
+def evaluate_literature(tables: Mapping[str, pd.DataFrame],
+                        rows: Sequence[Mapping]) -> pd.DataFrame:
     """Evaluate every registered external claim on the saved tables.
 
     Parameters
