@@ -466,7 +466,8 @@ def write_glue(root: str | Path, notebooks: Sequence[Path], params: Mapping[str,
             nb = nbformat.read(executed, as_version=4)
         except (OSError, ValueError):  # never executed, or damaged
             continue
-        by_folder.setdefault(folder, {}).update({f"{path.stem}::{k}": v for k, v in glue_values(nb).items()})
+        by_folder.setdefault(folder, {}).update(
+            {f"{path.stem}::{k}": v for k, v in glue_values(nb).items()})
     written = []
     for folder, values in by_folder.items():
         if not folder.is_dir():
