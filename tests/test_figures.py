@@ -590,3 +590,11 @@ def test_effective_robustness_draws_every_model_and_the_fit_through_its_predicti
     plt.close(fig)
     with pytest.raises(ValueError, match="no row for method 'fgsm'"):
         figures.plot_effective_robustness(rs, eff, method="fgsm")
+
+
+def test_effective_robustness_draws_a_run_where_no_model_keeps_half_its_images():
+    rs = pd.DataFrame({"arch": ["vit", "resnet"], "seed": 0, "method": "autoattack",
+                       "clean_accuracy": [0.3, 0.4], "median_radius": [0.0, 0.0]})
+    fig = figures.plot_effective_robustness(rs, pd.DataFrame())
+    assert "no finite positive median radius" in " ".join(t.get_text() for t in fig.axes[1].texts)
+    plt.close(fig)

@@ -47,7 +47,8 @@ def test_schema_describes_every_profile_parameter(profile):
 
 
 def test_schema_defaults_of_the_statistics_parameters():
-    assert schema_defaults() == {"n_boot": 2000, "n_image_resamples": 20, "alpha": 0.05,
+    assert schema_defaults() == {"n_boot": 2000, "min_accuracy": 0.5, "n_image_resamples": 20,
+                                 "alpha": 0.05,
                                  "scheduler": "local", "n_workers": None,
                                  "scheduler_timeout": 20.0}
     for name in ("n_boot", "n_image_resamples", "alpha", "seeds"):

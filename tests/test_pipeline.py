@@ -366,7 +366,7 @@ def test_notebook_parameters_follow_the_parameters_cell():
         assert list(got) == [n for n in declared if n not in ("results_dir", "data_root",
                                                               "scheduler", "n_workers")]
         assert all(got[n] == namespace[n] for n in got)
-    with pytest.raises(ParameterError, match=r"\['alpha'\] are declared"):
+    with pytest.raises(ParameterError, match=r"\['alpha', 'min_accuracy'\] are declared"):
         notebook_parameters({"n_boot": 10}, "09_measures")
     with pytest.raises(ParameterError, match="no notebook source"):
         notebook_parameters({}, "99_missing")

@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from topolip.evidence.claims import FAMILY_PAIRS
+
 __all__ = [
     "RULES", "VERDICTS", "evaluate_literature", "literature_sentence", "literature_summary",
     "load_literature",
@@ -331,7 +333,7 @@ def rule_sign_at_smallest_eps(t: pd.DataFrame, params: Mapping) -> dict:
         ``our_number`` the mean paired difference a - b at the smallest eps > 0 where no seed
         of either is at a floor or ceiling; *not comparable* when no such eps exists.
     """
-    a, b = str(params.get("a", "vit")), str(params.get("b", "resnet"))
+    a, b = (str(params.get(k, d)) for k, d in zip("ab", FAMILY_PAIRS[0], strict=True))
     floor = float(params.get("floor", _FLOOR))
     expect = str(params.get("expect", "parity"))
     if expect not in ("parity", "positive"):

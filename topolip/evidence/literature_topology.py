@@ -37,7 +37,7 @@ def _out(our, low, high, verdict, reason) -> dict:
 
 def _missing(table: pd.DataFrame, cols) -> str | None:
     miss = [c for c in cols if c not in table.columns]
-    return f"table lacks columns {miss}" if miss else None
+    return f"the table has no column(s) {miss}" if miss else None
 
 
 def complexity_profiles(table: pd.DataFrame) -> pd.DataFrame:

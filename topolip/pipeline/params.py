@@ -245,8 +245,9 @@ def notebook_parameters(namespace: Mapping[str, Any], notebook: str, *,
 
     Examples
     --------
-    >>> notebook_parameters({"results_dir": "r", "n_boot": 10, "alpha": 0.05}, "09_measures")
-    {'n_boot': 10, 'alpha': 0.05}
+    >>> notebook_parameters({"results_dir": "r", "n_boot": 10, "alpha": 0.05,
+    ...                      "min_accuracy": 0.5}, "09_measures")
+    {'n_boot': 10, 'alpha': 0.05, 'min_accuracy': 0.5}
     """
     import jupytext
 

@@ -685,7 +685,9 @@ def plot_effective_robustness(radius_summary: pd.DataFrame, effective: pd.DataFr
     Raises
     ------
     ValueError
-        If ``radius_summary`` lacks a column or has no row for ``method``.
+        If ``radius_summary`` lacks a column or has no row for ``method``. Models with a
+        median radius of 0 (fewer than half their images correct) or infinite (more than half
+        unbroken) are not drawn on the right; with none left, the panel says so.
 
     Examples
     --------
@@ -737,7 +739,11 @@ def plot_effective_robustness(radius_summary: pd.DataFrame, effective: pd.DataFr
             right.plot(xs, np.exp(intercept + slope * xs), color="0.3", lw=1, ls="--",
                        label=f"fit: log radius = {intercept:.2f} + {slope:.2f} logit(acc)")
             right.legend(loc="lower right", fontsize="small")
-    _log_axis(right, "y")
+    if right.collections and any(len(c.get_offsets()) for c in right.collections):
+        _log_axis(right, "y")
+    else:  # no model keeps half its images (radius 0) or none breaks (infinite): no points
+        right.text(0.5, 0.5, "no finite positive median radius to draw", ha="center",
+                   va="center", transform=right.transAxes, color="0.4")
     right.xaxis.set_major_formatter(mticker.FuncFormatter(
         lambda v, _: f"{1 / (1 + math.exp(-v)):.3g}"))
     right.set_xlabel("clean accuracy (logit axis)")
