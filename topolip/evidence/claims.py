@@ -641,7 +641,8 @@ def effective_radius(radius_summary: pd.DataFrame, *, method: str = "autoattack"
     -------
     pandas.DataFrame
         ``arch``, ``seed``, ``group`` (``"effective_radius"``), ``n_images``,
-        ``effective_radius``, ``slope`` (of the fit, log radius per logit), ``n_fit``; empty
+        ``effective_radius``, ``slope`` (of the fit, log radius per logit), ``intercept`` (log
+        radius at logit 0), ``n_fit``; empty
         when fewer than three models qualify (no fit).
 
     Examples
@@ -659,7 +660,8 @@ def effective_radius(radius_summary: pd.DataFrame, *, method: str = "autoattack"
     r = t["median_radius"].astype(float).to_numpy()
     acc = t["clean_accuracy"].astype(float).to_numpy()
     ok = np.isfinite(r) & (r > 0) & (acc > 0) & (acc < 1)
-    cols = ["arch", "seed", "group", "n_images", "effective_radius", "slope", "n_fit"]
+    cols = ["arch", "seed", "group", "n_images", "effective_radius", "slope", "intercept",
+            "n_fit"]
     if ok.sum() < 3:
         return pd.DataFrame(columns=cols)
     x, y = np.log(acc[ok] / (1 - acc[ok])), np.log(r[ok])
@@ -668,6 +670,7 @@ def effective_radius(radius_summary: pd.DataFrame, *, method: str = "autoattack"
     out["group"] = "effective_radius"
     out["effective_radius"] = np.exp(y - (intercept + slope * x))
     out["slope"] = float(slope)
+    out["intercept"] = float(intercept)
     out["n_fit"] = int(ok.sum())
     return out[cols].reset_index(drop=True)
 

@@ -667,8 +667,8 @@ def plot_effective_robustness(radius_summary: pd.DataFrame, effective: pd.DataFr
         [0, 1]).
     effective : pandas.DataFrame
         :func:`topolip.evidence.claims.effective_radius` of the same table: ``arch``,
-        ``seed``, ``effective_radius``, ``slope``; the fit's line is recovered from it (its
-        intercept is the same for every row). May be empty (no fit drawn).
+        ``slope``, ``intercept`` (the fit's line, the same on every row). May be empty (no fit
+        drawn).
     method : str, default="autoattack"
         The bisected attack whose radii are drawn.
     profile_note : str, optional
@@ -727,18 +727,15 @@ def plot_effective_robustness(radius_summary: pd.DataFrame, effective: pd.DataFr
     left.legend()
     left.set_ylabel("clean accuracy (radius images)")
     left.set_xlim(-0.6, len(order) - 0.4)
-    if len(effective) and {"effective_radius", "slope", "arch", "seed"} <= set(effective):
-        e = effective.merge(t[["arch", "seed", "clean_accuracy", "median_radius"]],
-                            on=["arch", "seed"])
-        if len(e):
-            x = np.log(e["clean_accuracy"] / (1 - e["clean_accuracy"]))
-            slope = float(e["slope"].iloc[0])
-            intercept = float(np.mean(np.log(e["median_radius"]) - slope * x
-                                      - np.log(e["effective_radius"].astype(float))))
-            xs = np.linspace(x.min() - 0.2, x.max() + 0.2, 50)
-            right.plot(xs, np.exp(intercept + slope * xs), color="0.3", lw=1, ls="--",
-                       label=f"fit: log radius = {intercept:.2f} + {slope:.2f} logit(acc)")
-            right.legend(loc="lower right", fontsize="small")
+    acc = t["clean_accuracy"][(t["clean_accuracy"] > 0) & (t["clean_accuracy"] < 1)]
+    if len(effective) and len(acc):
+        _require(effective, ["slope", "intercept"], "effective radius")
+        slope, intercept = float(effective["slope"].iloc[0]), float(effective["intercept"].iloc[0])
+        x = np.log(acc / (1 - acc))
+        xs = np.linspace(x.min() - 0.2, x.max() + 0.2, 50)
+        right.plot(xs, np.exp(intercept + slope * xs), color="0.3", lw=1, ls="--",
+                   label=f"fit: log radius = {intercept:.2f} + {slope:.2f} logit(acc)")
+        right.legend(loc="lower right", fontsize="small")
     if right.collections and any(len(c.get_offsets()) for c in right.collections):
         _log_axis(right, "y")
     else:  # no model keeps half its images (radius 0) or none breaks (infinite): no points
