@@ -324,6 +324,14 @@ SCHEMAS: dict[str, TableSchema] = {t.name: t for t in (
            "n_families:int"),
     _table("measure_granulated", "09_measures", "perturbation:str measure:str arch:str "
            "axis:str tau:float n_settings:int n_models:int"),
+    _table("lit_attention_growth", "10_literature", "arch:str seed:int block:str R:float "
+           "measured:float bound:float"),
+    _table("lit_castin", "10_literature", "arch:str seed:int block:str head:int n:int "
+           "measured:float bound_ours:float bound_theirs:float"),
+    _table("lit_confidence", "10_literature", "arch:str seed:int alpha:float relu:bool "
+           "confidence:float"),
+    _table("literature", "10_literature", "id:str title:str source:str rule:text "
+           "our_number:float low:float high:float verdict:str reason:text chapter:str"),
 )}
 
 

@@ -676,6 +676,18 @@ SCHEMA: dict[str, Param] = {p.name: p for p in (
        "AUROC (06)", 20),
     _P("alpha", _Float(0.0, 0.5, lo_open=True, hi_open=True), "error rate of the intervals "
        "(before the multiplicity correction)", 0.05),
+    # against the literature (10_literature)
+    _P("lit_token_sets", _Int(1), "test-token sets per ViT attention block (row 1)", 8),
+    _P("lit_radii", _List(_Float(0.0, lo_open=True)), "token scales R of row 1 (Kim et al.)",
+       [1.0, 2.0, 4.0, 8.0, 16.0]),
+    _P("lit_n_values", _List(_Int(1)), "token counts n of row 2 (Castin et al.)",
+       [2, 5, 9, 17, 33, 65]),
+    _P("lit_castin_radius", _Float(0.0, lo_open=True), "radius R of the worst-case input "
+       "(row 2)", 4.0),
+    _P("lit_alphas", _List(_Float(0.0, lo_open=True)), "input scales alpha of row 4 (Hein et "
+       "al.)", [1.0, 10.0, 100.0, 1000.0]),
+    _P("lit_images", _Int(1), "test images of row 4", 64),
+    _P("lit_n_iter", _Int(1), "power iterations of the local constants (rows 1, 2)", 5),
 )}
 
 
