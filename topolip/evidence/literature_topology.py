@@ -9,8 +9,9 @@ References
 .. [1] G. Naitzat, A. Zhitnikov, L.-H. Lim, "Topology of deep neural networks", JMLR 21 (2020),
    arXiv:2004.06093.
 .. [2] M. Wheeler, J. Bouza, P. Bubenik, "Activation landscapes as a topological summary of
-   neural network performance", IEEE BigData 2021, arXiv:2110.10136.
-.. [3] Datta et al. 2025 (OOD inputs keep longer H0 lifetimes): as issue 28 states it.
+   neural network performance", IEEE BigData 2021, arXiv:2110.10136 (abstract checked).
+.. [3] E. Datta et al., "Topology of Out-of-Distribution Examples in Deep Neural Networks",
+   arXiv:2501.12522 (2025): OOD average lifetimes statistically longer.
 .. [4] Vu et al. 2025 (total persistence monotone in a batch's adversarial share): as issue 28
    states it.
 """
