@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from topolip.evidence import literature as lit
+from topolip.report.literature import literature_sentence, literature_summary
 
 REGISTRY = Path(__file__).resolve().parents[1] / "data" / "literature.yml"
 
@@ -145,25 +146,45 @@ def test_sign_at_smallest_eps():
 
 
 def _tables(conf_top=0.999):
+    from test_literature_topology import _adv, _betti, _ood  # the topology rows' fixtures
     return {"lit_attention_growth": _growth(), "lit_castin": _castin(),
             "lit_confidence": _confidence(top=conf_top), "radii": _radii(0.0),
-            "robust_curve": _curve([0.01, -0.01, 0.02, -0.02])}
+            "robust_curve": _curve([0.01, -0.01, 0.02, -0.02]), "lit_betti": _betti(),
+            "lit_ood_h0": _ood(1e-6), "lit_adv_share": _adv()}
 
 
 def test_evaluate_and_planted_violation_flips_summary():
-    rows = [r for r in lit.load_literature(REGISTRY) if r["id"] != "shao-vit-more-robust"]
+    # every row but the two rivals, whose planted tables make their anchors consistent
+    rows = [r for r in lit.load_literature(REGISTRY) if "rival_of" not in r]
     v = lit.evaluate_literature(_tables(), rows)
-    assert list(v.columns) == ["id", "title", "source", "rule", "our_number", "low", "high",
-                               "verdict", "reason", "chapter"]
+    assert list(v.columns) == ["id", "kind", "title", "source", "rule", "our_number", "low",
+                               "high", "verdict", "reason", "chapter"]
     assert (v["verdict"] == "consistent").all()
-    assert v["source"].str.contains("arXiv:").all()
-    assert "none is contradicted" in lit.literature_sentence(v)
-    assert "No check failed" in lit.literature_summary(v)
+    # every source has its arXiv id but the one no search found, which says so
+    assert (v["source"].str.contains("arXiv:") | v["source"].str.contains("source not found")).all()
+    assert v["source"].str.contains("source not found").sum() == 1
+    n_tool = int((v["kind"] == "machinery").sum())
+    n_found = len(v) - n_tool
+    assert n_tool == 4 and n_found == 4
+    assert literature_sentence(v) == (
+        "Against the literature, 4 of 4 checks of our machinery hold, and 4 of 4 published "
+        "findings re-tested on our models agree with ours.")
+    assert "reproduce what others published" in literature_summary(v)
+    # a planted violation of a machinery row (confidence edited) flips its verdict, the
+    # sentence and the summary
     flipped = lit.evaluate_literature(_tables(conf_top=0.5), rows)
     row = flipped.set_index("id").loc["hein-relu-overconfident"]
     assert row["verdict"] == "inconsistent"
-    assert "ReLU networks are confident far from the data" in lit.literature_sentence(flipped)
-    assert "Not reproduced" in lit.literature_summary(flipped)
+    assert literature_sentence(flipped).startswith(
+        "Against the literature, 3 of 4 checks of our machinery hold (failing: ReLU networks "
+        "are confident far from the data)")
+    assert "should be read with that failure in mind" in literature_summary(flipped)
+    # a finding that does not carry over is reported as a finding, not a tool failure
+    t = _tables()
+    t["lit_ood_h0"] = t["lit_ood_h0"].assign(p_value=0.5)
+    s = literature_summary(lit.evaluate_literature(t, rows))
+    assert "3 agree with ours and 1 does not: OOD inputs keep longer H0 lifetimes" in s
+    assert "not a fault of the tools" in s
 
 
 def test_evaluate_errors():
@@ -206,3 +227,23 @@ def test_castin_worst_case_on_hand_sized_head():
         jac.append((fp - fm) / (2 * h))
     ref = np.linalg.svd(np.array(jac).T, compute_uv=False)[0]
     assert est == pytest.approx(ref, rel=1e-6)
+
+
+def test_piecewise_affine_models_are_the_ones_hein_et_al_cover():
+    import torch
+    from torch import nn
+
+    from topolip.experiments.literature import attention_block_inputs, is_piecewise_affine
+    relu_net = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU(),
+                             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2, 3))
+    assert is_piecewise_affine(relu_net)
+    assert not is_piecewise_affine(nn.Sequential(nn.Linear(2, 2), nn.GELU()))
+    # a ReLU transformer layer is still outside the theorem: its softmax attention
+    layer = nn.TransformerEncoderLayer(4, 2, dim_feedforward=8, activation="relu",
+                                       batch_first=True)
+    assert not is_piecewise_affine(layer)
+    x = torch.randn(3, 5, 4)
+    got = attention_block_inputs(layer, x)
+    assert list(got) == ["self_attn"] and got["self_attn"].shape == (3, 5, 4)
+    with pytest.raises(ValueError, match="no nn.MultiheadAttention"):
+        attention_block_inputs(relu_net, torch.rand(1, 1, 4, 4))

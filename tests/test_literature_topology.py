@@ -37,24 +37,24 @@ def _check(r):
 
 
 def test_betti_depth_consistent_and_planted():
-    r = TOPOLOGY_RULES["betti-depth"](_betti(), {})
+    r = TOPOLOGY_RULES["betti_depth"](_betti(), {})
     _check(r)
     assert r["verdict"] == "consistent" and r["high"] < 0
     slow = _betti(simplify_fast=False)
-    assert TOPOLOGY_RULES["betti-depth"](slow, {})["verdict"] == "inconsistent"
-    assert TOPOLOGY_RULES["betti-depth"](_betti(last_simple=False), {})["verdict"] == "inconsistent"
-    nc = TOPOLOGY_RULES["betti-depth"](_betti(seeds=1), {})
+    assert TOPOLOGY_RULES["betti_depth"](slow, {})["verdict"] == "inconsistent"
+    assert TOPOLOGY_RULES["betti_depth"](_betti(last_simple=False), {})["verdict"] == "inconsistent"
+    nc = TOPOLOGY_RULES["betti_depth"](_betti(seeds=1), {})
     _check(nc)
     assert nc["verdict"] == "not comparable"
 
 
 def test_betti_depth_rival():
-    r = TOPOLOGY_RULES["betti-depth-rival"](_betti(), {})
+    r = TOPOLOGY_RULES["betti_depth_rival"](_betti(), {})
     _check(r)
     assert r["verdict"] == "inconsistent" and r["our_number"] == 0
     t = _betti()
     t.loc[t["layer"] == 2, "betti0"] = 50  # planted rise
-    assert TOPOLOGY_RULES["betti-depth-rival"](t, {})["verdict"] == "consistent"
+    assert TOPOLOGY_RULES["betti_depth_rival"](t, {})["verdict"] == "consistent"
 
 
 def _ood(p):
@@ -64,11 +64,11 @@ def _ood(p):
 
 
 def test_ood_h0_lifetimes():
-    r = TOPOLOGY_RULES["ood-h0-lifetimes"](_ood(1e-6), {})
+    r = TOPOLOGY_RULES["ood_h0_lifetimes"](_ood(1e-6), {})
     _check(r)
     assert r["verdict"] == "consistent" and r["our_number"] == 1
-    assert TOPOLOGY_RULES["ood-h0-lifetimes"](_ood(0.5), {})["verdict"] == "inconsistent"
-    nc = TOPOLOGY_RULES["ood-h0-lifetimes"](_ood(1e-6).drop(columns="auc"), {})
+    assert TOPOLOGY_RULES["ood_h0_lifetimes"](_ood(0.5), {})["verdict"] == "inconsistent"
+    nc = TOPOLOGY_RULES["ood_h0_lifetimes"](_ood(1e-6).drop(columns="auc"), {})
     assert nc["verdict"] == "not comparable" and "auc" in nc["reason"]
 
 
@@ -84,11 +84,11 @@ def _adv(sign=1.0, flip=0):
 
 
 def test_adv_share_persistence():
-    r = TOPOLOGY_RULES["adv-share-persistence"](_adv(), {})
+    r = TOPOLOGY_RULES["adv_share_persistence"](_adv(), {})
     _check(r)
     assert r["verdict"] == "consistent" and r["low"] > 0
-    assert TOPOLOGY_RULES["adv-share-persistence"](_adv(-1.0), {})["our_number"] < 0
-    assert TOPOLOGY_RULES["adv-share-persistence"](_adv(flip=3), {})["verdict"] == "inconsistent"
+    assert TOPOLOGY_RULES["adv_share_persistence"](_adv(-1.0), {})["our_number"] < 0
+    assert TOPOLOGY_RULES["adv_share_persistence"](_adv(flip=3), {})["verdict"] == "inconsistent"
 
 
 def test_betti_of_hand_made_clouds():
@@ -115,3 +115,15 @@ def test_experiment_tables_on_a_tiny_model():
     adv = adv_share_rows(feats, x[:20], x[20:40], arch="tanh", seed=0)
     assert len(adv) == 11 and adv["n_adv"].iloc[-1] == 20
     assert adv["total_persistence"].gt(0).all()
+
+
+def test_betti_depth_is_not_comparable_when_the_input_is_already_simple():
+    # Naitzat et al. simplify entangled classes; input classes already (1, 0) leave nothing to
+    # simplify, whatever the later layers do
+    t = _betti()
+    t.loc[t["layer"] == 0, ["betti0", "betti1"]] = [1, 0]
+    r = TOPOLOGY_RULES["betti_depth"](t, {})
+    _check(r)
+    assert r["verdict"] == "not comparable" and "no topology to simplify" in r["reason"]
+    t.loc[(t["layer"] == 0) & (t["label"] == 1), "betti1"] = 1   # one class with a loop
+    assert TOPOLOGY_RULES["betti_depth"](t, {})["verdict"] == "consistent"

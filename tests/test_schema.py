@@ -34,7 +34,7 @@ def _notebook_tables() -> set[str]:
     """The stems of every ``tables/<name>.csv`` a notebook reads or writes."""
     names = set()
     for nb in sorted((ROOT / "notebooks").glob("*.py")):
-        names |= set(re.findall(r'(?:tables|tables_dir|"tables")\s*/\s*"([a-z_]+)\.csv"',
+        names |= set(re.findall(r'(?:tables|tables_dir|"tables")\s*/\s*"([a-z0-9_]+)\.csv"',
                                 nb.read_text()))
     return names
 

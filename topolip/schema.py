@@ -330,7 +330,13 @@ SCHEMAS: dict[str, TableSchema] = {t.name: t for t in (
            "measured:float bound_ours:float bound_theirs:float"),
     _table("lit_confidence", "10_literature", "arch:str seed:int alpha:float relu:bool "
            "confidence:float"),
-    _table("literature", "10_literature", "id:str title:str source:str rule:text "
+    _table("lit_betti", "10_literature", "arch:str seed:int layer:int label:int n:int "
+           "scale:float betti0:int betti1:int"),
+    _table("lit_ood_h0", "10_literature", "arch:str seed:int ood_set:str auc:float "
+           "p_value:float median_ood:float median_test:float"),
+    _table("lit_adv_share", "10_literature", "arch:str seed:int fraction:float n_adv:int "
+           "total_persistence:float"),
+    _table("literature", "10_literature", "id:str kind:str title:str source:str rule:text "
            "our_number:float low:float high:float verdict:str reason:text chapter:str"),
 )}
 

@@ -40,11 +40,10 @@ from topolip.evidence.claims import (
     with_options,
 )
 from topolip.evidence.literature import (
+    ROW_KINDS,
     RULES,
     VERDICTS,
     evaluate_literature,
-    literature_sentence,
-    literature_summary,
     load_literature,
 )
 from topolip.evidence.literature_topology import (
@@ -110,6 +109,7 @@ __all__ = [
     "MIN_SEEDS",
     "REFERENCE",
     "ROBUST_FLOOR",
+    "ROW_KINDS",
     "RULES",
     "TOPOLOGY_RULES",
     "VARIANCE",
@@ -145,8 +145,6 @@ __all__ = [
     "kendall_tau",
     "kendall_with_interval",
     "ladder_table",
-    "literature_sentence",
-    "literature_summary",
     "load_claims",
     "load_literature",
     "masking_checks",

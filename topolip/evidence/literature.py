@@ -22,17 +22,21 @@ import pandas as pd
 import yaml
 
 from topolip.evidence.claims import FAMILY_PAIRS
+from topolip.evidence.literature_topology import TOPOLOGY_RULES
 
 __all__ = [
-    "RULES", "VERDICTS", "evaluate_literature", "literature_sentence", "literature_summary",
-    "load_literature",
+    "ROW_KINDS", "RULES", "VERDICTS", "evaluate_literature", "load_literature",
 ]
 
 #: the three verdicts a row can have
 VERDICTS = ("consistent", "inconsistent", "not comparable")
+#: what a row tests: the companion's own machinery (bounds, attacks, confidence: a failure
+#: puts the TopoLip verdicts that rest on it in doubt) or a published finding re-tested in our
+#: setting (a failure is a result about these models, not about the tools)
+ROW_KINDS = ("machinery", "finding")
 
 _REQUIRED = ("id", "title", "source", "statement", "setting_theirs", "setting_ours", "rule",
-             "rule_fn", "params", "table", "chapter")
+             "rule_fn", "params", "table", "chapter", "kind")
 _SOURCE_KEYS = ("authors", "year", "arxiv", "where")
 #: a floor/ceiling of robust accuracy, as :data:`topolip.evidence.claims.ROBUST_FLOOR`
 _FLOOR = 0.02
@@ -47,7 +51,8 @@ def load_literature(path: str | Path) -> list[dict]:
         A YAML file with a top-level ``rows:`` list; each row has the keys ``id``, ``title``,
         ``source`` (mapping ``authors``, ``year``, ``arxiv``, ``where``), ``statement``,
         ``setting_theirs``, ``setting_ours``, ``rule``, ``rule_fn`` (a key of :data:`RULES`),
-        ``params`` (mapping), ``table``, ``chapter`` and optionally ``rival_of`` (an id).
+        ``params`` (mapping), ``table``, ``chapter``, ``kind`` (one of :data:`ROW_KINDS`) and
+        optionally ``rival_of`` (an id).
 
     Returns
     -------
@@ -83,6 +88,9 @@ def load_literature(path: str | Path) -> list[dict]:
                 raise ValueError(f"literature row {name!r}: key 'source.{key}' missing")
         if not isinstance(row["params"], dict):
             raise ValueError(f"literature row {name!r}: key 'params' must be a mapping")
+        if row["kind"] not in ROW_KINDS:
+            raise ValueError(f"literature row {name!r}: key 'kind' must be one of {ROW_KINDS}, "
+                             f"got {row['kind']!r}")
         if row["rule_fn"] not in RULES:
             raise ValueError(f"literature row {name!r}: key 'rule_fn' names an unknown rule "
                              f"{row['rule_fn']!r}; known: {sorted(RULES)}")
@@ -366,11 +374,13 @@ RULES: dict[str, Callable[[pd.DataFrame, Mapping], dict]] = {
     "confidence_limit": rule_confidence_limit,
     "robust_at_eps": rule_robust_at_eps,
     "sign_at_smallest_eps": rule_sign_at_smallest_eps,
+    **TOPOLOGY_RULES,     # rows 3, 5, 6 (topolip.evidence.literature_topology)
 }
 
 
 def _source(s: Mapping[str, Any]) -> str:
-    return f"{s['authors']} {s['year']}, arXiv:{s['arxiv']}, {s['where']}"
+    arxiv = f"arXiv:{s['arxiv']}" if str(s["arxiv"])[:1].isdigit() else "source not found"
+    return f"{s['authors']} {s['year']}, {arxiv}, {s['where']}"
 
 
 def evaluate_literature(tables: Mapping[str, pd.DataFrame],
@@ -387,7 +397,7 @@ def evaluate_literature(tables: Mapping[str, pd.DataFrame],
     Returns
     -------
     DataFrame
-        Columns ``id title source rule our_number low high verdict reason chapter``.
+        Columns ``id kind title source rule our_number low high verdict reason chapter``.
 
     Raises
     ------
@@ -404,41 +414,8 @@ def evaluate_literature(tables: Mapping[str, pd.DataFrame],
         res = RULES[row["rule_fn"]](tables[row["table"]], row["params"])
         if res["verdict"] not in VERDICTS or not res.get("reason"):
             raise ValueError(f"literature row {row['id']!r}: rule gave {res!r}")
-        out.append({"id": row["id"], "title": row["title"], "source": _source(row["source"]),
+        out.append({"id": row["id"], "kind": row["kind"], "title": row["title"],
+                    "source": _source(row["source"]),
                     "rule": row["rule"], **res, "chapter": row["chapter"]})
-    return pd.DataFrame(out, columns=["id", "title", "source", "rule", "our_number", "low",
-                                      "high", "verdict", "reason", "chapter"])
-
-
-def literature_summary(verdicts: pd.DataFrame) -> str:
-    """One paragraph: how many rows are consistent, which are not, and what that means."""
-    n = len(verdicts)
-    counts = {v: int((verdicts["verdict"] == v).sum()) for v in VERDICTS}
-    bad = verdicts[verdicts["verdict"] == "inconsistent"]
-    nc = verdicts[verdicts["verdict"] == "not comparable"]
-    text = (f"Of {n} published results checked here, {counts['consistent']} are reproduced "
-            f"(consistent), {counts['inconsistent']} are not (inconsistent) and "
-            f"{counts['not comparable']} cannot be compared in our setting.")
-    if len(bad):
-        text += (" Not reproduced: " + "; ".join(f"{r.title} ({r.source})"
-                                                   for r in bad.itertuples()) + ". A reader "
-                 "should weigh the TopoLip verdicts that rest on the same machinery "
-                 "(the chapters linked in those rows) with that failure in mind.")
-    else:
-        text += (" No check failed, so the machinery behind the TopoLip verdicts (bounds, "
-                 "attacks, confidence) reproduces what others published; this supports, but "
-                 "does not prove, those verdicts.")
-    if len(nc):
-        text += " Not comparable: " + "; ".join(f"{r.title} ({r.reason})"
-                                                 for r in nc.itertuples()) + "."
-    return text
-
-
-def literature_sentence(verdicts: pd.DataFrame) -> str:
-    """The one-sentence version of :func:`literature_summary`, for the intro."""
-    n = len(verdicts)
-    ok = int((verdicts["verdict"] == "consistent").sum())
-    bad = verdicts.loc[verdicts["verdict"] == "inconsistent", "title"].tolist()
-    tail = (f"; not reproduced: {', '.join(bad)}" if bad
-            else "; none is contradicted")
-    return f"Against the literature, {ok} of {n} published results are reproduced{tail}."
+    return pd.DataFrame(out, columns=["id", "kind", "title", "source", "rule", "our_number",
+                                      "low", "high", "verdict", "reason", "chapter"])

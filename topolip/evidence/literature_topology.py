@@ -67,7 +67,9 @@ def _slope(prof: pd.DataFrame) -> float:
 def betti_depth(table: pd.DataFrame, params: Mapping) -> dict:
     """Naitzat et al. 2020 [1]_: per-class Betti numbers fall to (1, 0), faster with ReLU.
 
-    Rule (fixed before the run): (a) in each activation family (``params["fast"]``, default
+    Precondition: when every class of the input layer (the lowest ``layer``) is already
+    beta0 = 1, beta1 = 0, the claim is *not comparable* (nothing to simplify). Rule (fixed
+    before the run): (a) in each activation family (``params["fast"]``, default
     "relu", and ``params["slow"]``, default "tanh") a share > ``min_share`` (0.5) of models has
     beta0 = 1 and beta1 = 0 at the last layer for at least half of its classes; and (b) the
     least-squares slope of complexity (sum of beta0 + beta1 over classes) against the layer
@@ -91,6 +93,12 @@ def betti_depth(table: pd.DataFrame, params: Mapping) -> dict:
         return _out(NAN, NAN, NAN, "not comparable", miss)
     fast, slow = params.get("fast", "relu"), params.get("slow", "tanh")
     min_share, coverage = float(params.get("min_share", 0.5)), float(params.get("coverage", 0.95))
+    first = table[table["layer"] == table["layer"].min()]
+    if len(first) and ((first["betti0"] == 1) & (first["betti1"] == 0)).all():
+        return _out(NAN, NAN, NAN, "not comparable",
+                    "every class of the input is already beta0=1, beta1=0 at the k-NN scale: "
+                    "there is no topology to simplify (Naitzat et al. start from entangled, "
+                    "topologically complex classes)")
     shares = {}
     for arch in (fast, slow):
         t = table[table["arch"] == arch]
@@ -220,8 +228,8 @@ def adv_share_persistence(table: pd.DataFrame, params: Mapping) -> dict:
 
 
 TOPOLOGY_RULES: dict[str, Callable[[pd.DataFrame, Mapping], dict]] = {
-    "betti-depth": betti_depth,
-    "betti-depth-rival": betti_depth_rival,
-    "ood-h0-lifetimes": ood_h0_lifetimes,
-    "adv-share-persistence": adv_share_persistence,
+    "betti_depth": betti_depth,
+    "betti_depth_rival": betti_depth_rival,
+    "ood_h0_lifetimes": ood_h0_lifetimes,
+    "adv_share_persistence": adv_share_persistence,
 }

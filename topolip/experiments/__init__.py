@@ -15,23 +15,28 @@ from topolip.experiments.baselines import (
     spectral_norm_product,
 )
 from topolip.experiments.literature import (
+    attention_block_inputs,
     attention_growth_table,
     castin_table,
     castin_worst_case,
     confidence_table,
     head_attention,
+    is_piecewise_affine,
     local_lipschitz,
 )
 from topolip.experiments.literature_topology import (
     adv_share_rows,
     betti_at_scale,
+    betti_population,
     betti_table,
     h0_lifetimes,
     knn_scale,
+    last_probe,
     mlp,
     ood_lifetime_rows,
     total_persistence,
     train_mlp,
+    trained_model_topology,
 )
 from topolip.experiments.measure import (
     ModelImages,
@@ -77,8 +82,10 @@ __all__ = [
     "SweepPoint",
     "adv_share_rows",
     "attack_ladder",
+    "attention_block_inputs",
     "attention_growth_table",
     "betti_at_scale",
+    "betti_population",
     "betti_table",
     "castin_table",
     "castin_worst_case",
@@ -87,7 +94,9 @@ __all__ = [
     "displacement_ratio",
     "h0_lifetimes",
     "head_attention",
+    "is_piecewise_affine",
     "knn_scale",
+    "last_probe",
     "lipschitz_estimate_product",
     "local_lipschitz",
     "logit_margin",
@@ -120,4 +129,5 @@ __all__ = [
     "sweep_points",
     "total_persistence",
     "train_mlp",
+    "trained_model_topology",
 ]

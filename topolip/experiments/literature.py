@@ -20,8 +20,76 @@ from torch import nn
 
 from topolip.bounds.attention import mha_lipschitz, mha_weights
 
-__all__ = ["attention_growth_table", "castin_table", "castin_worst_case", "confidence_table",
-           "head_attention", "local_lipschitz"]
+__all__ = ["attention_block_inputs", "attention_growth_table", "castin_table",
+           "castin_worst_case", "confidence_table", "head_attention", "is_piecewise_affine",
+           "local_lipschitz"]
+
+#: leaf modules of a piecewise-affine network in eval mode (Hein et al. 2019, Section 2):
+#: affine maps, ReLU-type activations, max and average pooling, and no-ops
+_PIECEWISE_AFFINE = (nn.Linear, nn.Conv2d, nn.ReLU, nn.LeakyReLU, nn.BatchNorm1d,
+                     nn.BatchNorm2d, nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d,
+                     nn.Flatten, nn.Identity, nn.Dropout)
+
+
+def is_piecewise_affine(model: nn.Module) -> bool:
+    """Whether every leaf module of ``model`` is piecewise affine in eval mode.
+
+    Hein et al. (2019, Theorem 3.1) cover classifiers built of affine maps, ReLU-type
+    activations and max/average pooling; BatchNorm in eval mode is affine. A GELU, a softmax
+    attention or any other leaf makes the model fall outside the theorem. Functional
+    non-linearities inside a ``forward`` are not seen (the models here use modules).
+
+    >>> is_piecewise_affine(nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 2)))
+    True
+    >>> is_piecewise_affine(nn.Sequential(nn.Linear(2, 3), nn.GELU()))
+    False
+    """
+    if any(isinstance(m, nn.MultiheadAttention) for m in model.modules()):
+        return False     # softmax attention (not a leaf: it holds its output projection)
+    leaves = [m for m in model.modules() if not list(m.children())]
+    return all(isinstance(m, _PIECEWISE_AFFINE) for m in leaves)
+
+
+def attention_block_inputs(model: nn.Module, images: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The input tokens of every ``nn.MultiheadAttention`` block of ``model`` on ``images``.
+
+    Parameters
+    ----------
+    model : nn.Module
+        A model holding one or more ``nn.MultiheadAttention`` blocks (self-attention).
+    images : torch.Tensor of shape (m, C, H, W)
+        Inputs in [0, 1].
+
+    Returns
+    -------
+    dict of str to torch.Tensor
+        Block name (``model.named_modules``) -> its query input, shape (m, n, D) for
+        ``batch_first`` blocks (forward pre-hooks, detached copies).
+
+    Raises
+    ------
+    ValueError
+        When ``model`` has no ``nn.MultiheadAttention`` block.
+    """
+    store: dict[str, torch.Tensor] = {}
+
+    def keep(name):
+        def hook(_module, args, kwargs):
+            store[name] = (args[0] if args else kwargs["query"]).detach().clone()
+        return hook
+
+    blocks = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.MultiheadAttention)]
+    if not blocks:
+        raise ValueError(f"{type(model).__name__} has no nn.MultiheadAttention block")
+    hooks = [m.register_forward_pre_hook(keep(n), with_kwargs=True) for n, m in blocks]
+    try:
+        with torch.no_grad():
+            model.eval()
+            model(images)
+    finally:
+        for h in hooks:
+            h.remove()
+    return store
 
 
 def local_lipschitz(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, *,
@@ -221,7 +289,6 @@ def castin_table(models: Mapping[tuple[str, int], nn.Module], radius: float,
 
 
 def confidence_table(models: Mapping[tuple[str, int], nn.Module], x: torch.Tensor,
-                     relu: Mapping[str, bool],
                      alphas: Iterable[float] = (1, 10, 100, 1000)) -> pd.DataFrame:
     """Row 4 (Hein et al. 2019): mean max-softmax confidence on ``alpha * x``.
 
@@ -231,22 +298,22 @@ def confidence_table(models: Mapping[tuple[str, int], nn.Module], x: torch.Tenso
         Trained classifiers (put in eval mode here).
     x : torch.Tensor of shape (m, C, H, W)
         Test images in [0, 1] (scaled images leave the pixel range on purpose).
-    relu : mapping arch -> bool
-        Whether the architecture is piecewise affine (ReLU, eval BatchNorm, max/avg pool).
     alphas : iterable of float
         Scale factors ``alpha``.
 
     Returns
     -------
     DataFrame
-        Columns ``arch seed alpha relu confidence``.
+        Columns ``arch seed alpha relu confidence``; ``relu`` is
+        :func:`is_piecewise_affine` of the model (the models the theorem covers).
     """
     rows = []
     with torch.no_grad():
         for (arch, seed), model in models.items():
             model.eval()
+            relu = is_piecewise_affine(model)
             for a in alphas:
                 p = torch.softmax(model(float(a) * x).double(), dim=-1)
-                rows.append(dict(arch=arch, seed=seed, alpha=float(a), relu=bool(relu[arch]),
+                rows.append(dict(arch=arch, seed=seed, alpha=float(a), relu=relu,
                                  confidence=float(p.max(dim=-1).values.mean())))
     return pd.DataFrame(rows, columns=["arch", "seed", "alpha", "relu", "confidence"])

@@ -18,11 +18,14 @@ import torch
 from scipy import stats as sps
 from torch import nn
 
+from topolip.nets.models.probes import collect_activations, probe_labels
+from topolip.perturbations.attacks import fgsm
 from topolip.topology import rips_diagrams
 from topolip.topology.points import pairwise_distances
 
-__all__ = ["knn_scale", "betti_at_scale", "h0_lifetimes", "total_persistence", "mlp",
-           "train_mlp", "betti_table", "ood_lifetime_rows", "adv_share_rows"]
+__all__ = ["adv_share_rows", "betti_population", "betti_table", "betti_at_scale",
+           "h0_lifetimes", "knn_scale", "last_probe", "mlp", "ood_lifetime_rows",
+           "total_persistence", "train_mlp", "trained_model_topology"]
 
 
 def knn_scale(points, k: int = 5, factor: float = 2.0) -> float:
@@ -181,3 +184,62 @@ def adv_share_rows(features: Callable[[torch.Tensor], torch.Tensor], x: torch.Te
         rows.append(dict(arch=arch, seed=seed, fraction=float(f), n_adv=n_adv,
                          total_persistence=total_persistence(cloud, degrees)))
     return pd.DataFrame(rows)
+
+
+def betti_population(x: torch.Tensor, y: torch.Tensor, *, seeds: Sequence[int], epochs: int,
+                     activations: Sequence[str] = ("relu", "tanh")) -> pd.DataFrame:
+    """Row 3's table: :func:`betti_table` of a :func:`train_mlp` per seed and activation.
+
+    ``x`` (n, d) float, ``y`` (n,) long class labels. Returns the concatenated rows
+    (``arch`` is the activation name), seed-major.
+    """
+    if len(seeds) == 0:
+        raise ValueError("betti_population needs at least one seed")
+    return pd.concat([betti_table(train_mlp(x, y, activation=a, seed=int(s), epochs=epochs),
+                                  x, y, arch=a, seed=int(s))
+                      for s in seeds for a in activations], ignore_index=True)
+
+
+def last_probe(model: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The features at ``model``'s last probe point (its penultimate representation).
+
+    Returns ``f(x) -> (m, d)`` float64 tensor for images ``x`` of shape (m, C, H, W) in [0, 1]
+    (:func:`topolip.nets.models.probes.collect_activations`, eval mode).
+    """
+    label = probe_labels(model)[-1]
+    return lambda z: torch.from_numpy(collect_activations(model, z)[label])
+
+
+def trained_model_topology(models, x: torch.Tensor, y: torch.Tensor,
+                           ood: dict[str, torch.Tensor], eps: float,
+                           ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Rows 5 and 6's tables for trained models, at their last probe.
+
+    Parameters
+    ----------
+    models : mapping (arch, seed) -> nn.Module
+        Trained classifiers with probe points.
+    x : torch.Tensor of shape (m, C, H, W)
+        Test images in [0, 1].
+    y : torch.Tensor of shape (m,)
+        Their labels (int64).
+    ood : mapping name -> tensor (k, C, H, W)
+        One batch per OOD set (:func:`topolip.perturbations.ood_sets.load_ood_batches`).
+    eps : float
+        L-inf radius of the FGSM images of row 6 (pixels in [0, 1]); must be > 0.
+
+    Returns
+    -------
+    (DataFrame, DataFrame)
+        :func:`ood_lifetime_rows` and :func:`adv_share_rows` of every model, concatenated.
+    """
+    if not eps > 0:
+        raise ValueError(f"eps must be > 0 (pixels in [0, 1]), got {eps!r}")
+    ood_rows, adv_rows = [], []
+    for (arch, seed), model in models.items():
+        model.eval()
+        features = last_probe(model)
+        ood_rows.append(ood_lifetime_rows(features, x, ood, arch=arch, seed=seed))
+        adv_rows.append(adv_share_rows(features, x, fgsm(model, x, y, eps), arch=arch,
+                                       seed=seed))
+    return pd.concat(ood_rows, ignore_index=True), pd.concat(adv_rows, ignore_index=True)

@@ -524,6 +524,11 @@ def _register_book_figures() -> None:
                     tables=[t("bounds"), t("topolip")], notebook="05_bounds_vs_measured")
     register_figure("fig-effective-robustness", _effective_robustness,
                     tables=[t("radius_summary")], notebook="04_robustness")
+    register_figure("fig-lit-attention", _plot("plot_literature_attention"),
+                    tables=[t("lit_attention_growth"), t("lit_castin")],
+                    notebook="10_literature")
+    register_figure("fig-lit-topology", _plot("plot_literature_topology"),
+                    tables=[t("lit_betti"), t("lit_confidence")], notebook="10_literature")
     for fig_id, name, table, notebook, kwargs in (
         ("fig-theory-attention", "plot_attention_scaling", "theory_attention", "00_theory", {}),
         ("fig-theory-conv", "plot_conv_scaling", "theory_conv", "00_theory", {}),

@@ -688,6 +688,12 @@ SCHEMA: dict[str, Param] = {p.name: p for p in (
        "al.)", [1.0, 10.0, 100.0, 1000.0]),
     _P("lit_images", _Int(1), "test images of row 4", 64),
     _P("lit_n_iter", _Int(1), "power iterations of the local constants (rows 1, 2)", 5),
+    _P("lit_n_points", _Int(3), "points per class cloud (row 3) and images per batch (rows 5, "
+       "6)", 100),
+    _P("lit_seeds", _Int(2), "seeds of the MLPs of row 3 (Naitzat et al.)", 5),
+    _P("lit_mlp_epochs", _Int(1), "full-batch Adam epochs of the MLPs of row 3", 30),
+    _P("lit_eps_adv", _Float(0.0, 1.0, lo_open=True), "L-inf radius of the FGSM images of row 6 "
+       "(pixels in [0, 1])", 0.15),
 )}
 
 

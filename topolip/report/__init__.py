@@ -12,6 +12,8 @@ from topolip.report.figures import (
     plot_conv_scaling,
     plot_effective_robustness,
     plot_end_to_end,
+    plot_literature_attention,
+    plot_literature_topology,
     plot_measure_study,
     plot_noise_floor,
     plot_ood_behaviour,
@@ -56,6 +58,11 @@ from topolip.report.format import (
     show_parameters,
     show_table,
 )
+from topolip.report.literature import (
+    literature_findings,
+    literature_sentence,
+    literature_summary,
+)
 
 __all__ = [
     "ARCH_COLORS",
@@ -78,6 +85,9 @@ __all__ = [
     "glue_text",
     "kind_label",
     "learner_findings",
+    "literature_findings",
+    "literature_sentence",
+    "literature_summary",
     "measures_findings",
     "ood_findings",
     "plot_accuracy_curves",
@@ -86,6 +96,8 @@ __all__ = [
     "plot_conv_scaling",
     "plot_effective_robustness",
     "plot_end_to_end",
+    "plot_literature_attention",
+    "plot_literature_topology",
     "plot_measure_study",
     "plot_noise_floor",
     "plot_ood_behaviour",

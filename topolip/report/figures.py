@@ -32,7 +32,8 @@ from topolip.schema import require_columns
 __all__ = [
     "FIG_WIDTH", "STYLE", "plot_accuracy_curves", "plot_attention_scaling",
     "plot_bounds_vs_measured", "plot_conv_scaling", "plot_end_to_end", "plot_measure_study",
-    "plot_effective_robustness", "plot_noise_floor", "plot_ood_behaviour", "plot_robust_curve",
+    "plot_effective_robustness", "plot_literature_attention", "plot_literature_topology",
+    "plot_noise_floor", "plot_ood_behaviour", "plot_robust_curve",
     "plot_size_sweep",
     "plot_sweep",
     "plot_topolip_by_layer",
@@ -1663,3 +1664,136 @@ def _require(table: pd.DataFrame, columns: list[str], name: str) -> None:
     if table.empty:
         raise ValueError(f"{name} is empty: nothing to plot")
     require_columns(table, columns, name)
+
+
+#: the MLP activations of the literature chapter's row 3 (not the architecture colours)
+_ACTIVATION_COLORS = {"relu": "0.15", "tanh": "#CC79A7"}
+
+
+@_styled
+def plot_literature_attention(growth: pd.DataFrame, castin: pd.DataFrame) -> plt.Figure:
+    """Rows 1 and 2: measured local constants of attention against our bound.
+
+    Parameters
+    ----------
+    growth : pandas.DataFrame
+        ``lit_attention_growth``: ``seed``, ``block``, ``R`` (largest token norm), ``measured``
+        and ``bound`` (local Lipschitz constants, output norm per input norm).
+    castin : pandas.DataFrame
+        ``lit_castin``: ``seed``, ``block``, ``head``, ``n`` (tokens), ``measured``,
+        ``bound_ours``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Left: measured (solid) and bound (dashed) against R per block, log-log. Right: the
+        median over heads of the measured constant and of our bound against n per ViT, with a
+        slope-1/2 guide through the first measured point.
+
+    Raises
+    ------
+    ValueError
+        If a table lacks a column or is empty.
+    """
+    require_columns(growth, ["seed", "block", "R", "measured", "bound"], "lit_attention_growth")
+    require_columns(castin, ["seed", "block", "head", "n", "measured", "bound_ours"],
+                    "lit_castin")
+    if growth.empty or castin.empty:
+        raise ValueError("the attention tables are empty (no ViT in this run)")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(FIG_WIDTH, 3.3))
+    blocks = sorted(growth["block"].unique())
+    colors = dict(zip(blocks, plt.get_cmap("viridis")(np.linspace(0.1, 0.8, len(blocks))),
+                      strict=True))
+    for (seed, block), g in growth.groupby(["seed", "block"]):
+        g = g.sort_values("R")
+        label = f"block {blocks.index(block) + 1}" if seed == growth["seed"].min() else None
+        left.plot(g["R"], g["measured"], "-o", ms=3, lw=1, color=colors[block], label=label)
+        left.plot(g["R"], g["bound"], "--", lw=0.8, color=colors[block], alpha=0.7)
+    left.set(xscale="log", yscale="log", xlabel="largest token norm R",
+             ylabel="local Lipschitz constant", title="Row 1: scaled test tokens")
+    _log_ticks(left, growth["R"])
+    left.plot([], [], "k--", lw=0.8, label="our bound")
+    left.legend(frameon=False, fontsize=8, loc="upper left")
+    med = castin.groupby(["seed", "n"], as_index=False)[["measured", "bound_ours"]].median()
+    for seed, g in med.groupby("seed"):
+        g = g.sort_values("n")
+        right.plot(g["n"], g["measured"], "-o", ms=3, lw=1, color="#0072B2",
+                   label="measured (median head)" if seed == med["seed"].min() else None)
+        right.plot(g["n"], g["bound_ours"], "--", lw=0.8, color="0.4",
+                   label="our bound" if seed == med["seed"].min() else None)
+    first = med.sort_values("n").groupby("seed").first()
+    n = np.sort(med["n"].unique()).astype(float)
+    right.plot(n, first["measured"].median() * np.sqrt(n / n[0]), ":", color="k", lw=1,
+               label="slope ½ (√n)")
+    right.set(xscale="log", yscale="log", xlabel="tokens n",
+              ylabel="local Lipschitz constant", title="Row 2: worst-case input")
+    _log_ticks(right, med["n"])
+    right.legend(frameon=False, fontsize=8, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def _log_ticks(ax, values) -> None:
+    """Label a log x axis at the measured values only, as plain numbers."""
+    ax.xaxis.set_major_locator(mticker.FixedLocator(sorted(pd.unique(values))))
+    ax.xaxis.set_major_formatter(mticker.FormatStrFormatter("%g"))
+    ax.xaxis.set_minor_locator(mticker.NullLocator())
+
+
+@_styled
+def plot_literature_topology(betti: pd.DataFrame, confidence: pd.DataFrame) -> plt.Figure:
+    """Rows 3 and 4: complexity of MLP activations per layer, confidence on scaled images.
+
+    Parameters
+    ----------
+    betti : pandas.DataFrame
+        ``lit_betti``: ``arch`` (the activation, ``relu``/``tanh``), ``seed``, ``layer``
+        (0 = input), ``label``, ``betti0``, ``betti1``.
+    confidence : pandas.DataFrame
+        ``lit_confidence``: ``arch``, ``seed``, ``alpha`` (input scale), ``relu`` (piecewise
+        affine), ``confidence`` (mean max-softmax, in [0, 1]).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Left: complexity (beta0 + beta1 summed over classes) against layer, one thin line per
+        seed and the mean thick, per activation. Right: confidence against alpha (log axis),
+        one line per model, solid for piecewise-affine models, dashed otherwise; a dotted line
+        at 0.99.
+
+    Raises
+    ------
+    ValueError
+        If a table lacks a column or is empty.
+    """
+    require_columns(betti, ["arch", "seed", "layer", "label", "betti0", "betti1"], "lit_betti")
+    require_columns(confidence, ["arch", "seed", "alpha", "relu", "confidence"],
+                    "lit_confidence")
+    if betti.empty or confidence.empty:
+        raise ValueError("the topology or confidence table is empty")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(FIG_WIDTH, 3.3))
+    from topolip.evidence.literature_topology import complexity_profiles
+
+    prof = complexity_profiles(betti)
+    for act, g in prof.groupby("arch"):
+        color = _ACTIVATION_COLORS.get(act, "0.3")
+        for _, s in g.groupby("seed"):
+            left.plot(s["layer"], s["complexity"], lw=0.6, alpha=0.45, color=color)
+        mean = g.groupby("layer")["complexity"].mean()
+        left.plot(mean.index, mean.values, lw=2.2, color=color, label=f"{act} (mean)")
+    left.set(xlabel="layer (0 = input)", ylabel="β₀ + β₁ over classes",
+             title="Row 3: topology with depth")
+    left.xaxis.get_major_locator().set_params(integer=True)
+    left.legend(frameon=False, fontsize=8)
+    palette = _palette(confidence["arch"])
+    for arch in _order(confidence["arch"]):
+        for i, (_, g) in enumerate(confidence[confidence["arch"] == arch].groupby("seed")):
+            g = g.sort_values("alpha")
+            right.plot(g["alpha"], g["confidence"], "-" if bool(g["relu"].iloc[0]) else "--",
+                       lw=1, color=palette[arch], label=_name(arch) if i == 0 else None)
+    right.axhline(0.99, color="k", lw=0.8, ls=":")
+    right.set(xscale="log", ylim=(0, 1.02), xlabel="input scale α",
+              ylabel="mean max-softmax confidence", title="Row 4: far from the data")
+    right.legend(frameon=False, fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
