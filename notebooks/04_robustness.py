@@ -45,7 +45,7 @@ data_root = "data/cifar10"
 n_train = 4000
 n_test = 1000
 split_seed = 0
-topolip_strengths = {"fgsm": 0.05, "pgd": 0.05, "gaussian_noise": 3, "gaussian_blur": 3,
+topolip_strengths = {"fgsm": 0.1, "pgd": 0.1, "gaussian_noise": 3, "gaussian_blur": 3,
                      "contrast": 3, "rotation": 3, "elastic": 3}
 attack_eps = [0.0, 0.05, 0.1]
 pgd_steps = 5

@@ -40,7 +40,7 @@ n_test = 1000
 split_seed = 0
 n_points = 200
 n_robust = 500
-topolip_strengths = {"fgsm": 0.05, "pgd": 0.05, "gaussian_noise": 3, "gaussian_blur": 3,
+topolip_strengths = {"fgsm": 0.1, "pgd": 0.1, "gaussian_noise": 3, "gaussian_blur": 3,
                      "contrast": 3, "rotation": 3, "elastic": 3}
 pgd_steps = 5
 bound_kinds = ["fgsm", "gaussian_noise"]   # perturbations whose certified chain is checked

@@ -124,6 +124,11 @@ _ = glue_all(ood_findings({"ood_topolip_summary": summary, "ood_behaviour": beha
 # separation to the best: {glue:text}`ood-auroc-rankings`. Confidence is a worse-than-chance
 # OOD detector (more confident on the OOD set than on the model's own test images) in
 # {glue:text}`ood-n-below-chance` (set, architecture) pairs: {glue:text}`ood-below-chance`.
+# Hein et al. explain how that can happen: a ReLU network (piecewise affine) grows more
+# confident the further an input lies from the training data ({cite:t}`hein2019relu`), so an
+# image far from the digits can score above the model's own test images. The chapter
+# {doc}`10_literature` measures this on our models ({numref}`fig-lit-topology`, right: the
+# confidence of every model on test images scaled by a growing factor).
 
 # %% tags=["remove-input"]
 table = behaviour.groupby(["dataset", "arch"], sort=False)[

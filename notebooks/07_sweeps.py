@@ -47,7 +47,7 @@ scheduler = "local"     # sweep models on: local (Dask LocalCluster), serial, or
 n_workers = None        # processes of the local cluster, 1 thread each (None: the cores)
 sweep_epochs = 12
 sweep_seeds = [0]
-sweep_perturbations = {"fgsm": 0.05, "gaussian_noise": 3}
+sweep_perturbations = {"fgsm": 0.1, "gaussian_noise": 3}
 sweeps = {
     "vit": {"base": {"patch_size": 7, "num_layers": 2, "num_heads": 2, "hidden_dim": 32,
                      "mlp_dim": 64},

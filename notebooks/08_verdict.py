@@ -50,7 +50,7 @@ from IPython.display import Markdown, display
 from topolip.evidence.calibration import power_table
 from topolip.evidence.claims import claim_findings, evaluate, load_claims, with_options
 from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
-from topolip.report.findings import verdict_findings
+from topolip.report.findings import primary_choices, verdict_findings
 from topolip.report.format import (
     comparison_label,
     format_interval,
@@ -126,6 +126,17 @@ show_table(prim[["claim", "verdict", "comparison", "effect (95% interval)", "p_a
                    "this design at 80% power (noncentral t, from the run's own per-seed "
                    "differences); power at target: the power for a 1.5× TopoLip ratio, a 1.3× "
                    "median-radius ratio, a 0.10 accuracy-drop or a 0.05 AUROC difference.")
+
+# %% [markdown]
+# **How each primary was chosen.** A primary is fixed by a rule written in `data/claims.yml`
+# before the run that decides it; {glue:text}`vd-primaries-after`. The table gives each rule.
+
+# %% tags=["remove-input"]
+choices, choice_words = primary_choices(claims)
+_ = glue_all(choice_words)
+show_table(choices, columns={"claim": "claim", "primary": "primary comparison",
+                             "rule": "rule that chose it", "chosen": "fixed"},
+           caption="How the primary comparison of each claim was chosen (data/claims.yml).")
 
 # %% [markdown]
 # ## What this run shows

@@ -399,6 +399,31 @@ def test_registry_loads_and_rejects_bad_entries(tmp_path):
     bad.write_text("- {id: a, statement: s, source: x, check: lower_topolip}\n")
     with pytest.raises(ValueError, match="needs a primary"):
         load_claims(bad)
+    # a primary without the rule that chose it, or with an unknown "chosen", is refused
+    head = ("- {id: a, statement: s, source: x, check: lower_topolip, "
+            "primary: {comparison: vit vs resnet, group: pgd}")
+    bad.write_text(head + "}\n")
+    with pytest.raises(ValueError, match="needs a primary_rule"):
+        load_claims(bad)
+    bad.write_text(head + ", primary_rule: {rule: r, chosen: later}}\n")
+    with pytest.raises(ValueError, match="needs a primary_rule"):
+        load_claims(bad)
+    bad.write_text(head + ", primary_rule: {rule: the kind off the floor, "
+                   "chosen: before its first run}}\n")
+    assert load_claims(bad)[0].primary_rule == {"rule": "the kind off the floor",
+                                                "chosen": "before its first run"}
+
+
+def test_the_book_says_which_primary_was_chosen_after_a_run():
+    from topolip.report.findings import primary_choices
+    table, words = primary_choices(load_claims(ROOT / "data/claims.yml"))
+    assert len(table) == 6 and "envelope" not in set(table["claim"])
+    assert table.set_index("claim").loc["attention-smoother", "chosen"] == \
+        "after a run that showed its outcome"
+    assert words["vd-primaries-after"] == (
+        "5 of the 6 primaries were fixed before their first run; that of *attention-smoother* "
+        "was chosen after a run that showed its outcome, so its verdict is weaker evidence "
+        "than a pre-registered one")
 
 
 def test_registry_options_reach_the_check():

@@ -247,3 +247,28 @@ def test_piecewise_affine_models_are_the_ones_hein_et_al_cover():
     assert list(got) == ["self_attn"] and got["self_attn"].shape == (3, 5, 4)
     with pytest.raises(ValueError, match="no nn.MultiheadAttention"):
         attention_block_inputs(relu_net, torch.rand(1, 1, 4, 4))
+
+
+def test_query_weight_enters_the_l2_attention_bound_squared():
+    """Issue 28, row 2: doubling W^Q multiplies A_h = W^Q,hᵀ W^Q,h / √d_h by 4. At n equal
+    tokens the softmax is uniform and has zero derivative (the squared distances are
+    quadratic), so the layer's Jacobian there is exactly P ⊗ (A_h V_hᵀ) and the measured local
+    constant must grow by 4, not 2; the bound (Kim et al. Thm 3.2) by the same 4."""
+    import torch
+
+    from topolip.bounds.attention import L2SelfAttention, l2_attention_lipschitz
+    from topolip.experiments.literature import local_lipschitz
+
+    torch.manual_seed(0)
+    att = L2SelfAttention(6, 2, out_bias=False).double().eval()
+    doubled = L2SelfAttention(6, 2, out_bias=False).double().eval()
+    doubled.load_state_dict(att.state_dict())
+    with torch.no_grad():
+        doubled.q_weight.mul_(2.0)
+    x = torch.randn(1, 1, 6, dtype=torch.float64).expand(1, 5, 6).clone()   # 5 equal tokens
+    measured = [local_lipschitz(m, x, steps=200) for m in (att, doubled)]
+    assert measured[1] / measured[0] == pytest.approx(4.0, rel=1e-6)
+    assert (l2_attention_lipschitz(doubled, 5) / l2_attention_lipschitz(att, 5)
+            == pytest.approx(4.0, rel=1e-12))
+    assert all(m <= l2_attention_lipschitz(a, 5) for m, a in zip(measured, (att, doubled),
+                                                                 strict=True))

@@ -46,7 +46,8 @@ from topolip.roster import label
 from topolip.schema import require_columns
 
 __all__ = [
-    "CHECKS", "FAMILY_PAIRS", "FLOOR_VERDICT", "LADDER", "ROBUST_FLOOR", "Claim", "Verdict",
+    "CHECKS", "FAMILY_PAIRS", "FLOOR_VERDICT", "LADDER", "PRIMARY_CHOSEN", "ROBUST_FLOOR",
+    "Claim", "Verdict",
     "effective_radius", "evaluate", "family_below_counts",
     "family_comparisons", "families", "claim_findings", "load_claims", "most_robust_vs_smoothest",
     "smoothness_table", "verdict_counts", "with_options",
@@ -76,8 +77,10 @@ _KEYS = ("id", "statement", "source", "check")
 @dataclass(frozen=True)
 class Claim:
     """One claim: ``id``, ``statement`` (our paraphrase), ``source``, ``check`` (a key of
-    :data:`CHECKS`), the check's keyword ``options`` and the ``primary`` comparison
-    (``{"comparison": "vit vs resnet", "group": "pgd"}``; empty for the envelope check)."""
+    :data:`CHECKS`), the check's keyword ``options``, the ``primary`` comparison
+    (``{"comparison": "vit vs resnet", "group": "pgd"}``; empty for the envelope check) and
+    ``primary_rule``: how the primary was chosen (``{"rule": words, "chosen": one of
+    :data:`PRIMARY_CHOSEN`}``; empty for the envelope check)."""
 
     id: str
     statement: str
@@ -85,6 +88,12 @@ class Claim:
     check: str
     options: Mapping[str, Any] = field(default_factory=dict)
     primary: Mapping[str, str] = field(default_factory=dict)
+    primary_rule: Mapping[str, str] = field(default_factory=dict)
+
+
+#: when a claim's primary was fixed: before any run of its design showed an outcome, or after
+#: one did (the book says which)
+PRIMARY_CHOSEN = ("before its first run", "after a run that showed its outcome")
 
 
 @dataclass(frozen=True)
@@ -139,13 +148,15 @@ def load_claims(path: str | Path) -> list[Claim]:
     """Read the claims registry (a YAML list).
 
     Each entry has ``id``, ``statement``, ``source``, ``check``, ``primary`` (a mapping with
-    ``comparison`` and ``group``; not for ``envelope_holds``) and the check's options.
+    ``comparison`` and ``group``; not for ``envelope_holds``), ``primary_rule`` (a mapping
+    with ``rule``, the words of the rule that picked the primary, and ``chosen``, one of
+    :data:`PRIMARY_CHOSEN`; not for ``envelope_holds``) and the check's options.
 
     Raises
     ------
     ValueError
         If an entry lacks a key, an id repeats, a check is not in :data:`CHECKS`, or a
-        comparison check names no primary.
+        comparison check names no primary or no valid primary rule.
     """
     entries = yaml.safe_load(Path(path).read_text())
     if not isinstance(entries, list):
@@ -165,11 +176,19 @@ def load_claims(path: str | Path) -> list[Claim]:
                 isinstance(primary, Mapping) and {"comparison", "group"} <= set(primary)):
             raise ValueError(f"{path}: claim {entry['id']!r} needs a primary: {{comparison: "
                              f"..., group: ...}}, got {primary!r}")
+        rule = entry.get("primary_rule") or {}
+        if entry["check"] != "envelope_holds" and not (
+                isinstance(rule, Mapping) and isinstance(rule.get("rule"), str)
+                and rule["rule"].strip() and rule.get("chosen") in PRIMARY_CHOSEN):
+            raise ValueError(f"{path}: claim {entry['id']!r} needs a primary_rule: {{rule: "
+                             f"<words>, chosen: one of {list(PRIMARY_CHOSEN)}}}, got {rule!r}")
         seen.add(entry["id"])
-        options = {k: v for k, v in entry.items() if k not in (*_KEYS, "primary")}
+        options = {k: v for k, v in entry.items()
+                   if k not in (*_KEYS, "primary", "primary_rule")}
         claims.append(Claim(entry["id"], " ".join(entry["statement"].split()), entry["source"],
                             entry["check"], options,
-                            {k: str(v) for k, v in dict(primary).items()}))
+                            {k: str(v) for k, v in dict(primary).items()},
+                            {k: " ".join(str(v).split()) for k, v in dict(rule).items()}))
     return claims
 
 

@@ -29,7 +29,8 @@ from topolip.schema import require_columns
 __all__ = [
     "bounds_findings", "compare_findings", "learner_findings", "measures_findings",
     "ood_findings",
-    "radius_findings", "robustness_findings", "sweeps_findings", "theory_findings",
+    "primary_choices", "radius_findings", "robustness_findings", "sweeps_findings",
+    "theory_findings",
     "topolip_findings", "train_findings", "verdict_findings",
 ]
 
@@ -869,3 +870,37 @@ def measures_findings(tables: Tables, *, alpha: float) -> dict[str, str]:
         f[key] = glue_text(m[name], fmt)
     f["ms-significance"] = glue_text("shows" if m["ref_significant"] else "does not show", "{}")
     return f
+
+
+def primary_choices(claims) -> tuple[pd.DataFrame, dict[str, str]]:
+    """How each claim's primary comparison was chosen, for ``08_verdict``.
+
+    Parameters
+    ----------
+    claims : sequence of topolip.evidence.claims.Claim
+        The registry (``data/claims.yml``); the envelope check (no primary) is left out.
+
+    Returns
+    -------
+    (pandas.DataFrame, dict)
+        One row per claim with a primary: ``claim``, ``primary`` (its comparison in words),
+        ``rule`` (the words of ``primary_rule.rule``) and ``chosen`` (``primary_rule.chosen``);
+        and the glue ``vd-primaries-after``: which primaries were fixed after a run that
+        showed their outcome ("none" when every one was fixed before its first run).
+    """
+    from topolip.evidence.claims import PRIMARY_CHOSEN
+    from topolip.report.format import comparison_label
+
+    rows = [{"claim": c.id,
+             "primary": comparison_label(c.primary["comparison"], c.primary["group"]),
+             "rule": c.primary_rule["rule"], "chosen": c.primary_rule["chosen"]}
+            for c in claims if c.primary]
+    table = pd.DataFrame(rows, columns=["claim", "primary", "rule", "chosen"])
+    after = table.loc[table["chosen"] == PRIMARY_CHOSEN[1], "claim"].tolist()
+    n = len(table)
+    text = (f"all {n} primaries were fixed before their first run" if not after else
+            f"{n - len(after)} of the {n} primaries were fixed before their first run; "
+            + ", ".join(f"that of *{a}*" for a in after)
+            + " was chosen after a run that showed its outcome, so its verdict is weaker "
+            "evidence than a pre-registered one")
+    return table, {"vd-primaries-after": text}
