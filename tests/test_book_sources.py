@@ -177,3 +177,26 @@ def test_pasted_text_is_what_the_built_page_shows(tmp_path):
                              "html.parser")
     shown = [s.get_text() for s in page.select("article .pasted-text")]
     assert list(found.groups()) == shown
+
+
+def test_build_book_pastes_the_downloaded_intro(tmp_path):
+    """Through a real build (a tiny book): the page shows the glued number and the downloaded
+    intro holds it, where the book's source has the role."""
+    from test_pipeline import tiny_book
+
+    from topolip.pipeline import build_book
+
+    root = tiny_book(tmp_path)
+    nb = nbformat.read(root / "book/notebooks/01_nb.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("glue", outputs=[
+        _glue("n-models", **{"text/plain": "'20'"})]))
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    nbformat.write(nb, root / "book/notebooks/01_nb.ipynb")
+    (root / "book/intro.md").write_text(
+        "# Intro\n\nA tiny book of {glue:text}`notebooks/01_nb.ipynb::n-models:s` models.\n")
+    html = build_book(root)
+    assert ">20</span> models" in (html / "book/intro.html").read_text()
+    assert (html / "_sources/book/intro.md").read_text() == "# Intro\n\nA tiny book of 20 models.\n"
+    assert "{glue:text}" in (root / "book/intro.md").read_text()  # the source keeps its role
