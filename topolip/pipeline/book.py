@@ -16,7 +16,9 @@ site's root through Sphinx's ``html_extra_path``. As a Sphinx extension (``_conf
 
 Each staged notebook gets a first cell (tagged ``remove-cell``: the page does not show it) that
 installs the companion when the notebook is opened outside the repository, so the page's
-download button and its launch buttons (``_config.yml``) give a runnable ``.ipynb``.
+download button and its launch buttons (``_config.yml``) give a runnable ``.ipynb``. After the
+build, the downloadable Markdown sources (``_build/html/_sources/*.md``) get the glued text in
+place of their glue roles (:func:`paste_sources`), so a downloaded page reads as the page does.
 """
 
 from __future__ import annotations
