@@ -241,3 +241,170 @@ def test_launch_checker(tmp_path):
     assert "which the deploy does not publish" in launch_problems(html, staged)[0]
     (html / "book/notebooks/01_train.html").write_text("")
     assert launch_problems(html, staged) == ["book/notebooks/01_train.html: no launch link"]
+
+
+# --- raw identifiers in reader-facing text (issue 27) ---------------------------------------
+
+HTML = Path(__file__).resolve().parents[1] / "_build" / "html"
+
+
+def raw_identifiers(root: Path) -> dict[str, str]:
+    """The project's identifiers a reader should never meet, each with where it comes from.
+
+    The snake_case column names of the table schemas (``topolip.schema.SCHEMAS``) and of the
+    parameter schema (``topolip.pipeline.params.SCHEMA``); the claim ids of
+    ``{root}/data/claims.yml`` that are slugs of several words (``smoothness-robustness``; the
+    one-word ``envelope`` is an English word); the roster's keys (architectures, perturbation
+    kinds, out-of-distribution sets, groups) that are snake_case, or one word that is not its
+    label but a spelling of it (``fgsm`` for FGSM, ``vit`` for ViT) or not in it at all
+    (``autoattack`` for APGD-CE + APGD-T). One-word columns (``seed``, ``accuracy``) are words.
+    """
+    from topolip import roster
+    from topolip.pipeline.params import SCHEMA
+    from topolip.schema import SCHEMAS
+
+    found: dict[str, str] = {}
+    for table in SCHEMAS.values():
+        for column in table.columns:
+            if re.fullmatch(r"[a-z0-9]+(?:_[a-z0-9]+)+", column.name):
+                found.setdefault(column.name, f"a column of the {table.name} table")
+    for name in SCHEMA:
+        if "_" in name:
+            found.setdefault(name, "a parameter")
+    for claim in yaml.safe_load((root / "data/claims.yml").read_text()):
+        if "-" in claim["id"]:
+            found.setdefault(claim["id"], "a claim id")
+    for item in (*roster.ARCHS, *roster.KINDS, *roster.OOD_SETS, *roster.GROUPS):
+        name, label = item.name, item.label
+        if " " in name:
+            continue
+        if "_" in name or name.lower() not in label.lower() or (label.lower() == name
+                                                                 and label != name):
+            found.setdefault(name, "a roster key")
+    return found
+
+
+#: Inline code that is an expression, a path or a command (a call, a dotted name, an option):
+#: code shown as code, not a name used as a word of the sentence.
+_CODE_EXPRESSION = re.compile(r"[(./=]|^-|\s")
+
+
+def reader_text(page: Path) -> str:
+    """What a reader of one built page reads, whitespace collapsed: the article's visible text
+    (prose, headings, figure captions and alt texts, table captions, headers and cells).
+
+    Left out: code (the cells' inputs, ``pre`` blocks, inline code holding an expression, a
+    path or a command), formulas, and the parameters tables of the pages (their caption
+    starts with "Parameters": their rows are parameter names by design)."""
+    soup, article = _article(page)
+    for tag in article.select("pre, .cell_input, div.highlight, script, style, .math"):
+        tag.decompose()
+    for code in article.find_all("code"):
+        if _CODE_EXPRESSION.search(code.get_text().strip()):
+            code.decompose()
+    for table in article.find_all("table"):
+        caption = table.find("caption")
+        if caption is not None and caption.get_text().strip().startswith("Parameters"):
+            table.decompose()
+    alts = [img.get("alt", "") for img in article.find_all("img")]
+    return re.sub(r"\s+", " ", " ".join([article.get_text(" "), *alts]))
+
+
+def identifier_leaks(html: Path, identifiers: dict[str, str],
+                     allowed: dict[str, list[str]] | None = None) -> list[tuple[str, str, str]]:
+    """Every raw identifier in the reader text of the built pages under ``{html}/book``.
+
+    Returns ``(page, identifier, text around it)`` per occurrence. A name inside a longer name
+    or path (``topolip_summary.csv``, ``fig-accuracy_drop``) is not one. ``allowed`` maps a page
+    (``book/notebooks/04_robustness.html``) to phrases of its text where a name is the subject
+    by design; an occurrence inside such a phrase is not a leak.
+    """
+    allowed = allowed or {}
+    pattern = re.compile(r"(?<![\w./:#=-])("
+                         + "|".join(sorted(map(re.escape, identifiers), key=len, reverse=True))
+                         + r")(?![\w/-]|\.\w)")
+    leaks = []
+    for page in sorted((html / "book").rglob("*.html")):
+        rel = page.relative_to(html).as_posix()
+        text = reader_text(page)
+        spans = [(m.start(), m.end()) for phrase in allowed.get(rel, [])
+                 for m in re.finditer(re.escape(phrase), text)]
+        for m in pattern.finditer(text):
+            if not any(a <= m.start() and m.end() <= b for a, b in spans):
+                leaks.append((rel, m.group(1), text[max(0, m.start() - 40):m.end() + 40]))
+    return leaks
+
+
+#: Where a raw name is the subject of the sentence, by design.
+ALLOWED_IDENTIFIERS = {
+    # the chapter tells the reader which key the tables use for the APGD-CE + APGD-T pair
+    "book/notebooks/04_robustness.html": ["our autoattack", "autoattack in the tables"],
+    # the Reproduce page names the parameter a researcher sets to move the results folder
+    "book/reproduce.html": ["profile’s results_dir"],
+}
+
+#: The leaks the quick book of ``4cfabab`` shows (page, identifier). None is a one-line label
+#: fix in ``topolip/report/``: they are written by the notebooks' prose and table calls
+#: (08's claim and measure columns, 04's masking-check headers, parameter names in 01, 02 and
+#: 09) or by ``topolip.evidence.claims`` (the verdicts' comparison, flag and findings text).
+KNOWN_LEAKS = {
+    ("book/notebooks/01_train.html", "val_size"),
+    ("book/notebooks/02_topolip.html", "topolip_strengths"),
+    ("book/notebooks/09_measures.html", "min_accuracy"),
+    *(("book/notebooks/04_robustness.html", k) for k in ("fgsm", "pgd", "autoattack")),
+    *(("book/notebooks/08_verdict.html", k) for k in (
+        "attention-smoother", "attention-more-robust", "attention-helps-only-weak",
+        "attention-smoother-ood", "attention-ood-robust", "smoothness-robustness",
+        "end_to_end_scale_free", "end_to_end", "accuracy_drop", "relative_drop",
+        "median_radius", "log_median_radius", "effective_radius",
+        "vit", "resnet", "attention_stack", "conv_stack", "fgsm", "pgd", "autoattack")),
+}
+
+
+def test_identifier_checker_on_planted_names(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    ids = raw_identifiers(root)
+    assert {"accuracy_drop", "end_to_end_scale_free", "smoothness-robustness", "gaussian_noise",
+            "autoattack", "fgsm", "vit", "attention_stack", "topolip_strengths"} <= set(ids)
+    assert not {"seed", "accuracy", "envelope", "contrast", "digits", "square"} & set(ids)
+    html = tmp_path / "html"
+    body = ("<h2>Result</h2><p>The accuracy_drop of each seed, and the Gaussian noise.</p>"
+            "<table><caption>Verdicts</caption><thead><tr><th>end_to_end_scale_free</th></tr>"
+            "</thead><tbody><tr><td>smoothness-robustness</td></tr></tbody></table>"
+            '<figure><img alt="vit vs resnet" src="a.png"><figcaption>Under fgsm.</figcaption>'
+            "</figure><p>Perturb with each <code>topolip_strengths</code>.</p>"
+            # code, paths, parameters tables and allowed phrases are not reader text
+            '<div class="cell_input"><pre>accuracy_drop = 1</pre></div>'
+            "<pre>topolip run --set gaussian_noise=1</pre>"
+            "<p>See <code>topolip.report.figures.accuracy_drop(t)</code> and "
+            '<a href="tables/accuracy_drop.csv">tables/accuracy_drop.csv</a>, '
+            "fig-accuracy_drop, our autoattack.</p>"
+            "<table><caption>Parameters of this run</caption><tbody><tr><td>min_accuracy</td>"
+            "</tr></tbody></table>")
+    page = html / "book/notebooks/08_verdict.html"
+    page.parent.mkdir(parents=True)
+    page.write_text(f"<html><body><article>{body}</article></body></html>")
+    leaks = identifier_leaks(html, ids, {"book/notebooks/08_verdict.html": ["our autoattack"]})
+    assert [name for _, name, _ in leaks] == [
+        "accuracy_drop", "end_to_end_scale_free", "smoothness-robustness", "fgsm",
+        "topolip_strengths", "vit", "resnet"]
+    assert "The accuracy_drop of each seed" in leaks[0][2]
+    assert [n for _, n, _ in identifier_leaks(html, ids)].count("autoattack") == 1
+
+
+@pytest.mark.skipif(not (HTML / "book").is_dir(), reason="no built book (_build/html)")
+def test_built_book_shows_no_new_raw_identifier():
+    """No raw identifier beyond the known leaks (a new one fails here at once)."""
+    root = Path(__file__).resolve().parents[1]
+    leaks = identifier_leaks(HTML, raw_identifiers(root), ALLOWED_IDENTIFIERS)
+    new = [leak for leak in leaks if leak[:2] not in KNOWN_LEAKS]
+    assert not new, "\n".join(f"{p}: {n!r} in ...{t}..." for p, n, t in new)
+
+
+@pytest.mark.skipif(not (HTML / "book").is_dir(), reason="no built book (_build/html)")
+@pytest.mark.xfail(strict=True, reason="issue 27: raw identifiers in 01, 02, 04, 08 and 09 "
+                                       "(KNOWN_LEAKS); fixed in the notebooks and evidence text")
+def test_built_book_shows_no_raw_identifier():
+    root = Path(__file__).resolve().parents[1]
+    leaks = identifier_leaks(HTML, raw_identifiers(root), ALLOWED_IDENTIFIERS)
+    assert not leaks, "\n".join(f"{p}: {n!r} in ...{t}..." for p, n, t in leaks)

@@ -11,6 +11,8 @@ from topolip.pipeline.book import (
     figure_numbers,
     glue_values,
     install_cell,
+    paste_glue,
+    paste_sources,
     publish_results,
     site_url,
     stage,
@@ -73,6 +75,8 @@ __all__ = [
     "figure_numbers",
     "format_diff", "glue_values", "pdf_name", "print_page", "publish_results", "site_url",
     "tidy_page",
+    # the downloaded Markdown holds the glued text (issue 27)
+    "paste_glue", "paste_sources",
     # faults (issue 21): interrupts, missing outputs, a results folder in use
     "ChainInterrupted", "OutputsMissing", "ResultsInUse",
 ]

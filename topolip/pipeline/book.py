@@ -16,7 +16,9 @@ site's root through Sphinx's ``html_extra_path``. As a Sphinx extension (``_conf
 
 Each staged notebook gets a first cell (tagged ``remove-cell``: the page does not show it) that
 installs the companion when the notebook is opened outside the repository, so the page's
-download button and its launch buttons (``_config.yml``) give a runnable ``.ipynb``.
+download button and its launch buttons (``_config.yml``) give a runnable ``.ipynb``. After the
+build, the downloadable Markdown sources (``_build/html/_sources/*.md``) get the glued text in
+place of their glue roles (:func:`paste_sources`), so a downloaded page reads as the page does.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import yaml
 
 __all__ = ["SOURCES", "build_book", "figure_bibtex", "figure_links", "figure_numbers",
            "glue_values",
-           "install_cell",
+           "install_cell", "paste_glue", "paste_sources",
            "publish_results", "site_url", "stage", "stage_book", "toc_documents"]
 
 #: What a book build needs from the repository (tests stage these into a scratch folder).
@@ -293,18 +295,37 @@ def glue_values(nb) -> dict[str, str]:
     {'acc-vit': '0.916'}
     """
     values = {}
+    for name, data in _glue_data(nb).items():
+        if any("image/" in k or "markdown" in k for k in data):
+            continue
+        text = data.get("text/plain")
+        if text is not None:
+            text = str(text)
+            values[name] = text[1:-1] if len(text) >= 2 and text[0] == text[-1] in "'\"" \
+                else text
+    return values
+
+
+def _glue_data(nb) -> dict[str, dict[str, str]]:
+    """Every output an executed notebook glued: ``{name: {mime type: data}}``, the mime types
+    without glue's prefix (``application/papermill.record/text/plain`` is ``text/plain``); a
+    name glued twice keeps its last output."""
+    found = {}
     for cell in nb.cells:
         for out in cell.get("outputs", []):
-            name = (out.get("metadata") or {}).get("scrapbook", {}).get("name")
-            data = out.get("data") or {}
-            if not name or any("image/" in k or "markdown" in k for k in data):
+            book = (out.get("metadata") or {}).get("scrapbook") or {}
+            name = book.get("name")
+            if not name:
                 continue
-            text = next((v for k, v in data.items() if k.endswith("text/plain")), None)
-            if text is not None:
-                text = str(text)
-                values[name] = text[1:-1] if len(text) >= 2 and text[0] == text[-1] in "'\"" \
-                    else text
-    return values
+            prefix = str(book.get("mime_prefix") or "application/papermill.record/")
+            data = {}
+            for mime, value in (out.get("data") or {}).items():
+                mime = mime.removeprefix(prefix)
+                if mime.endswith("text/plain"):
+                    mime = "text/plain"
+                data[mime] = "".join(value) if isinstance(value, list) else value
+            found[name] = data
+    return found
 
 
 def _results_dir(root: Path, notebooks: list) -> Path | None:
@@ -359,6 +380,163 @@ def _glued(match: re.Match, own: dict[str, str], every: dict[str, dict[str, str]
     if key not in values:
         raise KeyError(f"{match.group(0)}: no notebook glued {key!r}")
     return values[key]
+
+
+#: A glue role of MyST-NB (``{glue:text}`[notebook.ipynb::]key[:format]```, ``{glue:md}`` likewise
+#: with a Markdown flavour after the colon, and ``{glue}`` / ``{glue:any}``): groups 1-3 are the
+#: notebook, the key and the suffix, as :func:`_glued` reads them.
+_GLUE_ROLES = {kind: re.compile(r"\{glue" + tag + r"\}`(?:([^`]*?)::)?([^`:]+)(?::([^`:]*))?`")
+               for kind, tag in (("text", ":text"), ("md", ":md"), ("any", "(?::any)?"))}
+#: Read left to right, a line's roles (``{name}`content```) and code spans (``` `` code `` ```):
+#: a code span's text is literal, and a role's backticks never start one.
+_INLINE = re.compile(r"\{[^{}`\s]+\}`[^`]*`|(`+)(?!`).*?(?<!`)\1(?!`)")
+#: A fence line (```` ``` ````, ``~~~`` or MyST's ``:::``) and its info string.
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,}|:{3,})(.*)$")
+#: Directives whose body is literal text (a role in it is shown, not pasted).
+_LITERAL_DIRECTIVES = {"code", "code-block", "sourcecode", "code-cell", "literalinclude"}
+
+
+def _paste_role(kind: str, match: re.Match, glued: dict[str, dict[str, dict[str, str]]]) -> str:
+    """The text the page shows for one glue role (see :func:`paste_glue`)."""
+    from myst_nb.core.variables import format_plain_text
+
+    try:
+        data = _glued(match, {}, glued)
+    except KeyError as exc:
+        hint = "" if match.group(1) else " (a Markdown page names the notebook: nb.ipynb::key)"
+        raise ValueError(exc.args[0] + hint) from None
+    role, spec = match.group(0), match.group(3)
+    if kind in ("md", "any") and "text/markdown" in data:
+        return str(data["text/markdown"]).strip()
+    if kind == "md":
+        raise ValueError(f"{role}: {match.group(2)!r} was glued without Markdown (use "
+                         "{glue:text})")
+    if "text/plain" not in data:
+        raise ValueError(f"{role}: {match.group(2)!r} was glued without text (an image or a "
+                         "figure: a download cannot show it in the prose)")
+    try:  # what MyST-NB prints on the page: the literal's value, formatted by the suffix
+        return format_plain_text(str(data["text/plain"]),
+                                 (spec or "s") if kind == "text" else "")
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{role}: the format {spec!r} does not apply to "
+                         f"{data['text/plain']!r} ({exc})") from None
+
+
+def paste_glue(text: str, glued: dict[str, dict[str, dict[str, str]]], *, name: str = "") -> str:
+    r"""``text`` (a MyST Markdown source) with every glue role replaced by the text it shows.
+
+    ``{glue:text}`nb.ipynb::key:fmt``` becomes the key's ``text/plain`` as glued in ``nb``,
+    formatted by ``fmt`` (Python's format mini-language, default ``s``) exactly as MyST-NB
+    formats it on the page; ``{glue:md}`nb.ipynb::key``` becomes the key's ``text/markdown``;
+    ``{glue}`` and ``{glue:any}`` the Markdown, else the text. The notebook is found by its
+    name as the figure captions find it (:func:`_glued`: ``notebooks/08_verdict.ipynb`` is
+    ``08_verdict``). A Markdown source belongs to no notebook, so every role must name one.
+    Roles inside fenced code blocks and code spans are left as they are (they show syntax).
+
+    Parameters
+    ----------
+    text : str
+        The Markdown source.
+    glued : dict
+        ``{notebook name: {key: {mime type: data}}}``, the outputs each executed notebook
+        glued (``text/plain`` holds the Python literal glue recorded, e.g. ``"'0.916'"``).
+    name : str, default ""
+        The source's name, for the error messages.
+
+    Returns
+    -------
+    str
+        The source with the glued text in place of each role.
+
+    Raises
+    ------
+    ValueError
+        Naming the source and the role: when no notebook glued the key (or the role names no
+        notebook), when the key's output has no text (``{glue:text}``) or no Markdown
+        (``{glue:md}``), when the format does not apply, or when a glue directive (a glued
+        figure or formula) is left outside code, which a download cannot show.
+
+    >>> glued = {"01_train": {"acc-vit": {"text/plain": "'0.916'"},
+    ...                       "n": {"text/plain": "20"}, "prov": {"text/markdown": "commit `a1`"}}}
+    >>> paste_glue("ViT {glue:text}`notebooks/01_train.ipynb::acc-vit:s`, "
+    ...            "{glue:text}`01_train.ipynb::n:.1f` models; {glue:md}`01_train.ipynb::prov`.",
+    ...            glued)
+    'ViT 0.916, 20.0 models; commit `a1`.'
+    """
+    where = f"{name}: " if name else ""
+
+    def paste(match: re.Match, number: int) -> str:
+        token = match.group(0)
+        if match.group(1) is not None or not token.startswith("{glue"):
+            return token  # a code span, or another role
+        for kind, pattern in _GLUE_ROLES.items():
+            if (role := pattern.fullmatch(token)) is not None:
+                try:
+                    return _paste_role(kind, role, glued)
+                except (KeyError, ValueError) as exc:
+                    raise ValueError(f"{where}line {number}: {exc.args[0]}") from None
+        raise ValueError(f"{where}line {number}: {token}: a glue role the download cannot "
+                         "paste (text and Markdown only)")
+
+    out, fences = [], []  # the open fences: (mark, whether its body is literal)
+    for number, line in enumerate(text.splitlines(keepends=True), 1):
+        literal = bool(fences) and fences[-1][1]
+        if (m := _FENCE.match(line)) is not None:
+            mark, info = m.group(1), m.group(2).strip()
+            if fences and mark[0] == fences[-1][0][0] and len(mark) >= len(fences[-1][0]) \
+                    and not info:
+                fences.pop()
+                out.append(line)
+                continue
+            directive = re.match(r"\{([^}]*)\}", info)
+            if not literal and (directive or mark[0] != ":"):
+                name_ = directive.group(1) if directive else None
+                if name_ is not None and name_.startswith("glue"):
+                    raise ValueError(f"{where}line {number}: a {{{name_}}} directive: a "
+                                     "download cannot show a glued figure or formula")
+                fences.append((mark, name_ is None or name_ in _LITERAL_DIRECTIVES))
+                if fences[-1][1]:
+                    out.append(line)
+                    continue
+        if not literal:
+            line = _INLINE.sub(lambda m, n=number: paste(m, n), line)
+        out.append(line)
+    return "".join(out)
+
+
+def paste_sources(html: str | Path, source: str | Path) -> list[Path]:
+    """Paste the glued text into the book's downloadable Markdown sources; return those changed.
+
+    A page's download button serves its source from ``{html}/_sources/`` as written, so a
+    reader of the downloaded ``intro.md`` would see ``{glue:text}`...``` roles, not numbers.
+    Each ``.md`` (and ``.md.txt``) there is rewritten by :func:`paste_glue` from the executed
+    notebooks of the book's sources ``source`` (the staged folder :func:`build_book` built
+    from, with ``_toc.yml``); each write is atomic (:func:`topolip.io.atomic_write_text`), and
+    a file without roles is not touched. Notebook sources (``.ipynb``) keep their roles: they
+    are notebooks, and their glue runs again when they are executed.
+
+    Raises
+    ------
+    ValueError
+        Naming the file, the line and the role, when a role cannot be pasted
+        (:func:`paste_glue`); files already rewritten stay rewritten, the others are untouched.
+    FileNotFoundError
+        If a document of ``source``'s table of contents is missing (:func:`toc_documents`).
+    """
+    from topolip.io import atomic_write_text
+
+    html, source = Path(html), Path(source)
+    glued = {doc.stem: _glue_data(nbformat.read(source / doc, as_version=4))
+             for doc in toc_documents(source) if doc.suffix == ".ipynb"}
+    changed = []
+    folder = html / "_sources"
+    for path in sorted([*folder.rglob("*.md"), *folder.rglob("*.md.txt")]):
+        text = path.read_text(encoding="utf-8")
+        pasted = paste_glue(text, glued, name=path.relative_to(html).as_posix())
+        if pasted != text:
+            atomic_write_text(path, pasted)
+            changed.append(path)
+    return changed
 
 
 def figure_bibtex(sidecar: dict, url: str, year: str, author: str) -> str:
@@ -764,6 +942,7 @@ def build_book(root: str | Path = ".", *, strict: bool = True) -> Path:
         tidy = figure_links(tidy_page(text), sidecars, "../" * depth)
         if tidy != text:
             page.write_text(tidy, encoding="utf-8")
+    paste_sources(html, source)  # the downloaded .md holds numbers, not glue roles
     return html
 
 
