@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from topolip import roster
 from topolip.evidence.claims import FAMILY_PAIRS
 from topolip.evidence.literature_topology import TOPOLOGY_RULES
 
@@ -171,7 +172,8 @@ def rule_attention_growth(t: pd.DataFrame, params: Mapping) -> dict:
     if len(bad):
         r = bad.iloc[0]
         return _result(m, lo, hi, "inconsistent",
-                       f"{len(bad)} bound violation(s), e.g. {r['arch']} seed {r['seed']} block "
+                       f"{len(bad)} bound violation(s), e.g. {roster.label(r['arch'])} seed "
+                       f"{r['seed']} block "
                        f"{r['block']} at R={r['R']:g}: measured {r['measured']:.4g} > bound "
                        f"{r['bound']:.4g}: our derivation is refuted")
     if not len(slopes):
@@ -210,7 +212,8 @@ def rule_castin_worst_case(t: pd.DataFrame, params: Mapping) -> dict:
         r = bad.iloc[0]
         which = "ours" if r["measured"] > r["bound_ours"] * (1 + rtol) else "theirs"
         return _result(m, lo, hi, "inconsistent",
-                       f"{len(bad)} violation(s) of min(our, their) bound, e.g. {r['arch']} "
+                       f"{len(bad)} violation(s) of min(our, their) bound, e.g. "
+                       f"{roster.label(r['arch'])} "
                        f"seed {r['seed']} head {r['head']} n={r['n']}: measured "
                        f"{r['measured']:.4g} above {which}")
     if not len(slopes):
@@ -250,9 +253,9 @@ def rule_confidence_limit(t: pd.DataFrame, params: Mapping) -> dict:
     ok = c >= thr
     return _result(c, c, float(top["confidence"].max()), "consistent" if ok else "inconsistent",
                    f"smallest confidence at alpha={worst['alpha']:g} over "
-                   f"{len(top)} ReLU models ({sorted(relu['arch'].unique())}) is {c:.4f} "
+                   f"{len(top)} ReLU models ({_labels(relu['arch'])}) is {c:.4f} "
                    f"{'>=' if ok else '<'} {thr:g}"
-                   + ("" if ok else f" ({worst['arch']} seed {worst['seed']})"))
+                   + ("" if ok else f" ({roster.label(worst['arch'])} seed {worst['seed']})"))
 
 
 def robust_accuracy_from_radii(radii: pd.DataFrame, eps: float, method: str) -> pd.DataFrame:
@@ -307,7 +310,8 @@ def rule_robust_at_eps(t: pd.DataFrame, params: Mapping) -> dict:
     return _result(a, float(acc["robust_accuracy"].min()), a,
                    "consistent" if ok else "inconsistent",
                    f"largest robust accuracy (APGD-CE + APGD-T, AutoAttack without FAB-T) at "
-                   f"eps={eps:g} over {len(acc)} models is {a:.3f} ({worst['arch']} seed "
+                   f"eps={eps:g} over {len(acc)} models is {a:.3f} "
+                   f"({roster.label(worst['arch'])} seed "
                    f"{worst['seed']}) {'<=' if ok else '>'} {cap:g}")
 
 
@@ -351,7 +355,8 @@ def rule_sign_at_smallest_eps(t: pd.DataFrame, params: Mapping) -> dict:
     eps, free = _smallest_free_eps(c, a, b, floor)
     if not len(free):
         return _result(math.nan, math.nan, math.nan, "not comparable",
-                       f"no eps > 0 where every seed of {a} and {b} is off the floor {floor:g}")
+                       f"no eps > 0 where every seed of {roster.label(a)} and "
+                       f"{roster.label(b)} is off the floor {floor:g}")
     d = (free[a] - free[b]).to_numpy(float)
     m, lo, hi = _t_interval(d)
     if not math.isfinite(lo):
@@ -361,9 +366,11 @@ def rule_sign_at_smallest_eps(t: pd.DataFrame, params: Mapping) -> dict:
         why = "holds 0 (parity)" if ok else "excludes 0 (no parity)"
     else:
         ok = lo > 0
-        why = f"{'above' if ok else 'not above'} 0 ({a} {'more' if ok else 'not more'} robust)"
+        more = "more" if ok else "not more"
+        why = f"{'above' if ok else 'not above'} 0 ({roster.label(a)} {more} robust)"
     return _result(m, lo, hi, "consistent" if ok else "inconsistent",
-                   f"{a} - {b} at eps={eps:.4g} over {len(d)} seeds: {m:+.3f} "
+                   f"{roster.label(a)} − {roster.label(b)} at eps={eps:.4g} over {len(d)} "
+                   f"seeds: {m:+.3f} "
                    f"[{lo:+.3f}, {hi:+.3f}] {why}")
 
 
@@ -376,6 +383,11 @@ RULES: dict[str, Callable[[pd.DataFrame, Mapping], dict]] = {
     "sign_at_smallest_eps": rule_sign_at_smallest_eps,
     **TOPOLOGY_RULES,     # rows 3, 5, 6 (topolip.evidence.literature_topology)
 }
+
+
+def _labels(archs) -> str:
+    """The architectures' names for a reason, in words (``ResNet, convolution stack``)."""
+    return ", ".join(roster.label(a) for a in sorted(pd.unique(archs)))
 
 
 def _source(s: Mapping[str, Any]) -> str:
