@@ -288,7 +288,7 @@ def test_a_z_test_in_place_of_the_paired_t_fails_the_calibration(monkeypatch):
     # at 5 seeds (df 4) a two-sided z at 0.05 rejects a true null with probability
     # P(|t_4| > 1.96) = 0.12: at least one comparison family must exceed its allowance (11%
     # at 100 books); on these books 8-51% over the ten families (primaries 8-12%,
-    # secondaries 9-51%), 6 of them above 11%
+    # secondaries 9-51%), 5 of them above 11%
     assert 2 * st.t.sf(st.norm.ppf(0.975), 4) == pytest.approx(0.1215, abs=1e-3)
     _z_test(monkeypatch)
     comparisons = [c for c in REGISTRY if c.check not in ("envelope_holds",
