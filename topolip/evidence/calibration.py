@@ -59,6 +59,18 @@ VARIANCE: dict[str, float] = {
 #: log median radius of each bisected attack above APGD-CE + APGD-T's (FGSM is weaker)
 _RADIUS_METHODS = {"autoattack": 0.0, "fgsm": math.log(1.5)}
 
+#: The kinds whose input displacement can lie within the noise floor in the simulation.
+_FLAG_KINDS = ("fgsm", "pgd", "elastic")
+
+#: ``flag_tied``: each family's flag rate as a multiple of ``flag_rate`` (their mean is 1).
+FLAG_ARCH_FACTOR: dict[str, float] = {"attention": 1.5, "convolution": 0.5}
+
+
+def _tied_flag(logit: float, slope: float, z: float) -> float:
+    """Flag probability ``expit(logit - slope · z)`` (a smaller value, a likelier flag)."""
+    return 1.0 / (1.0 + math.exp(slope * z - logit))
+
+
 _OOD_SETS = roster.ood_names()
 _RUNGS = {"fgsm": 0.30, "pgd": 0.50, "autoattack": 0.55, "square": 0.40}
 
@@ -66,7 +78,8 @@ _RUNGS = {"fgsm": 0.30, "pgd": 0.50, "autoattack": 0.55, "square": 0.40}
 def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: float = 0.0,
                     radius_ratio: float = 1.0, association: float = 0.0,
                     arch_association: bool = False,
-                    batch_share: float = 0.0, variance: Mapping[str, float] | None = None,
+                    batch_share: float = 0.0, flag_tied: bool = False,
+                    flag_slope: float = 1.5, variance: Mapping[str, float] | None = None,
                     n_resamples: int = 20,
                     smoothness_resamples: int = 999, smoothness: bool = True,
                     smoothness_rule: Mapping[str, object] | None = None,
@@ -100,6 +113,19 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
         ``batch_share`` times the model-level variance, in both). No model-level association:
         the seed-batch null of issue 26, which a within-architecture τ on raw values reads as
         an association (every architecture's τ moves with the same batches).
+    flag_tied : bool, default=False
+        Tie the noise-floor flag of the FGSM, PGD and elastic models to their value and their
+        architecture (the tied-flag null of issue 26): a model is flagged with probability
+        ``expit(logit(r_a) - flag_slope * z)``, where ``z`` is the model's log TopoLip less its
+        architecture's mean in that kind, in units of its standard deviation
+        (``sqrt(log_topolip_model² + log_topolip_seed² + log_topolip_kind²)``), and ``r_a`` is
+        ``flag_rate`` times :data:`FLAG_ARCH_FACTOR` (attention 1.5, convolution 0.5): small
+        values, and attention models, fall within the floor more often. The values themselves
+        are those of the untied book (the same draws), so only the flags differ. False: each
+        flag is an independent draw at ``flag_rate`` (the book it always was).
+    flag_slope : float, default=1.5
+        Logit slope of the tied flag per standard deviation of the model's value (0: tied to
+        the architecture only). Used only with ``flag_tied``.
     variance : mapping, optional
         Overrides of :data:`VARIANCE`.
     n_resamples : int, default=20
@@ -124,6 +150,13 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
     dict of str to pandas.DataFrame
         The tables :func:`topolip.evidence.claims.evaluate` reads.
 
+    Raises
+    ------
+    ValueError
+        If ``n_seeds`` is not a positive int, a ratio is not positive, ``batch_share`` is
+        negative, ``flag_slope`` is not finite, or with ``flag_tied`` an architecture's flag
+        rate ``flag_rate · FLAG_ARCH_FACTOR`` is not in (0, 1).
+
     Examples
     --------
     >>> t = simulate_tables(3, seed=1)
@@ -140,7 +173,20 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
         raise ValueError(f"radius_ratio must be positive, got {radius_ratio!r}")
     if not (isinstance(batch_share, (int, float)) and batch_share >= 0):
         raise ValueError(f"batch_share must be a number >= 0, got {batch_share!r}")
+    if not (isinstance(flag_slope, (int, float)) and math.isfinite(flag_slope)):
+        raise ValueError(f"flag_slope must be a finite number, got {flag_slope!r}")
     v = {**VARIANCE, **(variance or {})}
+    flag_logit = {}
+    if flag_tied:
+        for a in roster.ARCHS:
+            r = v["flag_rate"] * FLAG_ARCH_FACTOR[a.family]
+            if not 0 < r < 1:
+                raise ValueError(f"flag_tied needs flag_rate · {FLAG_ARCH_FACTOR[a.family]} in "
+                                 f"(0, 1) for {a.name}, got flag_rate {v['flag_rate']!r}")
+            flag_logit[a.name] = math.log(r / (1 - r))
+    # the sd of a model's log TopoLip about its architecture's mean in a kind (the tied flag's z)
+    sd_value = math.sqrt(v["log_topolip_model"] ** 2 + v["log_topolip_seed"] ** 2
+                         + v["log_topolip_kind"] ** 2)
     rng = np.random.default_rng(seed)
     if arch_association:
         level_t = dict(zip(ARCHS, (0.0, 0.5, 1.0, 1.5), strict=True))
@@ -176,7 +222,12 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
                 drop = (level_d[arch] + kind_d[kind] + shift_d + u_d
                         + association * (log_t - level_t[arch] - kind_t[kind] - shift_t)
                         + rng.normal(0, v["drop_kind"]))
-                flagged = kind in ("fgsm", "pgd", "elastic") and rng.random() < v["flag_rate"]
+                # the uniform is drawn as in the untied book, so only the flags can differ
+                flagged = kind in _FLAG_KINDS and rng.random() < (
+                    _tied_flag(flag_logit[arch], flag_slope, (
+                        log_t - level_t[arch] - kind_t[kind] - shift_t) / sd_value
+                        if sd_value > 0 else 0.0)
+                    if flag_tied else v["flag_rate"])
                 summary.append({
                     "arch": arch, "seed": s, "perturbation": kind,
                     "strength": eps if kind in ("fgsm", "pgd") else 3, "n_images": 200,
