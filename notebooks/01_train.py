@@ -15,8 +15,9 @@
 # `topolip.nets.train.fit`: AdamW with a linear warm-up over the first tenth of the steps and a
 # cosine decay after it, cross-entropy, and small random affine copies of the training digits
 # (torchvision's `RandomAffine`: rotations, shifts and zooms, the `augment` parameter), with
-# CUDA and bfloat16 autocast when a GPU is present, else the CPU. The `val_size` validation
-# images are held out of the training images (the same for every model), and each model is the
+# CUDA and bfloat16 autocast when a GPU is present, else the CPU. The validation
+# images (their number is a parameter, in the table below) are held out of the training images
+# (the same for every model), and each model is the
 # epoch with the best validation accuracy, so no architecture is compared at an epoch where it
 # had not yet learned or had begun to overfit. The ViT and the ResNet are torchvision's own
 # classes (`VisionTransformer`, `ResNet` with `BasicBlock`) adapted to small images by

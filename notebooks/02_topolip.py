@@ -13,7 +13,7 @@
 #
 # **Method.** For each trained model we take its seed's batch of test images (every
 # architecture trained with seed $s$ sees the same images, and different seeds see different
-# images), perturb it with each kind of `topolip_strengths` (attacks with an $L_\infty$ budget
+# images), perturb it with each kind at its TopoLip strength (the parameters table; attacks with an $L_\infty$ budget
 # $\varepsilon$ in pixel units of $[0, 1]$ images; corruptions at a severity), and follow both
 # batches through the network. At each probe point $\ell$ the flattened activations form two
 # point clouds; the distance $W_{p,q}$ between their Vietoris–Rips persistence diagrams is the

@@ -79,7 +79,13 @@ from topolip.experiments.robustness import robustness_trained
 from topolip.nets.data import load_dataset
 from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
 from topolip.report.findings import radius_findings, robustness_findings
-from topolip.report.format import glue_all, kind_label, show_parameters, show_table
+from topolip.report.format import (
+    glue_all,
+    kind_label,
+    masking_check_label,
+    show_parameters,
+    show_table,
+)
 from topolip.tasks.cluster import TaskRunner
 from topolip.tasks.per_model import map_models
 
@@ -279,7 +285,7 @@ order = [c for c in MASKING_CHECKS if c in set(masking["check"])]
 grid = (masking.assign(result=masking["passed"].map({True: "pass", False: "FAIL"}))
         .pivot(index=["arch", "seed"], columns="check", values="result")[order].reset_index())
 show_table(grid, columns={"arch": "model", "seed": "seed",
-                          **{c: c.replace("_", " ") for c in order}},
+                          **{c: masking_check_label(c) for c in order}},
            caption="Gradient-masking checks (Carlini et al. 2019) per model; the values and "
                    "the accuracies compared are in masking.csv.")
 

@@ -61,7 +61,7 @@
 # ({doc}`02_topolip`), its TopoLip ratio means nothing: that model is left out of its kind's
 # ranking for every measure, so TopoLip and the baselines rank the same models.
 #
-# **Models that did not learn.** A model whose clean test accuracy is below `min_accuracy`
+# **Models that did not learn.** A model whose clean test accuracy is below a threshold
 # (here {glue:text}`ms-min-accuracy`; chance is 0.1) has almost no accuracy to lose, so its
 # accuracy drop says nothing about its smoothness: it is left out of every ranking. This run
 # leaves out {glue:text}`ms-not-learned`.

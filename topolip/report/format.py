@@ -23,7 +23,8 @@ from topolip import roster
 __all__ = [
     "ARCH_COLORS", "ARCH_DASHES", "ARCH_LABELS", "ARCH_MARKERS", "KIND_LABELS", "MISSING",
     "arch_label", "arch_ranking", "comparison_label", "format_interval", "format_value",
-    "glue_all", "glue_number", "glue_text", "kind_label", "show_parameters", "show_table",
+    "glue_all", "glue_number", "glue_text", "kind_label", "masking_check_label",
+    "show_parameters", "show_table",
 ]
 
 #: Human names of the architectures (``arch`` values of every table), read from the roster.
@@ -477,3 +478,22 @@ def show_parameters(params: Mapping, *, caption: str = "Parameters of this run")
                          "value": [format_value(v, digits=6) for v in params.values()]})
     return show_table(rows, columns={"parameter": "parameter", "value": "value"},
                       caption=caption, value_labels={})
+
+
+def masking_check_label(check: str) -> str:
+    """Human name of a gradient-masking check of :data:`topolip.evidence.masking.MASKING_CHECKS`.
+
+    >>> masking_check_label("pgd_le_fgsm"), masking_check_label("monotone_eps_autoattack")
+    ('PGD ≤ FGSM', 'APGD-CE + APGD-T: accuracy falls with ε')
+    """
+    from topolip import roster
+
+    if check.startswith("monotone_eps_"):
+        return f"{roster.label(check.removeprefix('monotone_eps_'))}: accuracy falls with ε"
+    if "_le_" in check:
+        a, b = check.split("_le_")
+        return f"{roster.label(a)} ≤ {roster.label(b)}"
+    return {"monotone_steps": "more PGD steps no weaker", "large_eps_to_zero": "large ε → 0",
+            "black_box_weaker": "black box weaker", "all": "all checks"}.get(
+                check, check.replace("_", " "))
+
