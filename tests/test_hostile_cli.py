@@ -50,7 +50,13 @@ def test_schema_defaults_of_the_statistics_parameters():
     assert schema_defaults() == {"n_boot": 2000, "min_accuracy": 0.5, "n_image_resamples": 20,
                                  "alpha": 0.05,
                                  "scheduler": "local", "n_workers": None,
-                                 "scheduler_timeout": 20.0}
+                                 "scheduler_timeout": 20.0,
+                                 # 10_literature's settings (topolip.experiments.literature)
+                                 "lit_token_sets": 8, "lit_radii": [1.0, 2.0, 4.0, 8.0, 16.0],
+                                 "lit_n_values": [2, 5, 9, 17, 33, 65], "lit_castin_radius": 4.0,
+                                 "lit_alphas": [1.0, 10.0, 100.0, 1000.0], "lit_images": 64,
+                                 "lit_n_iter": 5, "lit_n_points": 100, "lit_seeds": 5,
+                                 "lit_mlp_epochs": 30, "lit_eps_adv": 0.15}
     for name in ("n_boot", "n_image_resamples", "alpha", "seeds"):
         assert any(line.startswith(f"{name}: ") for line in describe_schema())
 

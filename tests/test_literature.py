@@ -129,7 +129,7 @@ def test_robust_at_eps():
     bad = lit.rule_robust_at_eps(_radii(0.05), p)
     assert bad["verdict"] == "inconsistent" and bad["our_number"] == pytest.approx(0.05)
     nc = lit.rule_robust_at_eps(_radii(0.0, eps_max=0.2), p)
-    assert nc["verdict"] == "not comparable" and "eps_max" in nc["reason"]
+    assert nc["verdict"] == "not comparable" and "radius search stops at ε = 0.2" in nc["reason"]
     with pytest.raises(ValueError, match="no rows of method 'fab'"):
         lit.robust_accuracy_from_radii(_radii(), 0.3, "fab")
 
@@ -137,7 +137,7 @@ def test_robust_at_eps():
 def test_sign_at_smallest_eps():
     parity = lit.rule_sign_at_smallest_eps(_curve([0.01, -0.01, 0.02, -0.02]),
                                            {"expect": "parity"})
-    assert parity["verdict"] == "consistent" and "eps=0.02" in parity["reason"]
+    assert parity["verdict"] == "consistent" and "ε = 0.02" in parity["reason"]
     pos = _curve([0.2, 0.25, 0.3])
     assert lit.rule_sign_at_smallest_eps(pos, {"expect": "positive"})["verdict"] == "consistent"
     assert lit.rule_sign_at_smallest_eps(pos, {"expect": "parity"})["verdict"] == "inconsistent"

@@ -24,6 +24,7 @@ from topolip.evidence.claims import (
     FAMILY_PAIRS,
     FLOOR_VERDICT,
     LADDER,
+    PRIMARY_CHOSEN,
     ROBUST_FLOOR,
     Claim,
     Verdict,
@@ -47,7 +48,9 @@ from topolip.evidence.literature import (
     load_literature,
 )
 from topolip.evidence.literature_topology import (
+    ACTIVATION_LABELS,
     TOPOLOGY_RULES,
+    activation_label,
     adv_share_persistence,
     betti_depth,
     betti_depth_rival,
@@ -96,6 +99,7 @@ from topolip.evidence.stats import (
 )
 
 __all__ = [
+    "ACTIVATION_LABELS",
     "ARCHS",
     "CHECKS",
     "EXACT_SEEDS",
@@ -107,6 +111,7 @@ __all__ = [
     "MEASURES",
     "MIN_JACKKNIFE_SEEDS",
     "MIN_SEEDS",
+    "PRIMARY_CHOSEN",
     "REFERENCE",
     "ROBUST_FLOOR",
     "ROW_KINDS",
@@ -119,6 +124,7 @@ __all__ = [
     "PairedTest",
     "PermutationResult",
     "Verdict",
+    "activation_label",
     "adjusted_coverage",
     "adv_share_persistence",
     "betti_depth",

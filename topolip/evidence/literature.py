@@ -181,7 +181,7 @@ def rule_attention_growth(t: pd.DataFrame, params: Mapping) -> dict:
     grows = (lo if math.isfinite(lo) else m) > 0
     return _result(m, lo, hi, "consistent" if grows else "inconsistent",
                    f"slope {m:.3g} over {len(slopes)} blocks "
-                   f"{'grows' if grows else 'does not grow'} with R; every bound >= measured "
+                   f"{'grows' if grows else 'does not grow'} with R; every bound ≥ measured "
                    f"({len(t)} points)")
 
 
@@ -221,8 +221,8 @@ def rule_castin_worst_case(t: pd.DataFrame, params: Mapping) -> dict:
     low = lo if math.isfinite(lo) else m
     ok = low <= max_slope
     return _result(m, lo, hi, "consistent" if ok else "inconsistent",
-                   f"no violation over {len(t)} (head, n) points; slope in n {m:.3g} "
-                   f"{'within' if ok else 'above'} their n^{max_slope:g}")
+                   f"no violation over {len(t)} (head, n) points; log-log slope in n {m:.3g}, "
+                   f"{'within' if ok else 'above'} their exponent {max_slope:g}")
 
 
 def rule_confidence_limit(t: pd.DataFrame, params: Mapping) -> dict:
@@ -252,9 +252,9 @@ def rule_confidence_limit(t: pd.DataFrame, params: Mapping) -> dict:
     c = float(worst["confidence"])
     ok = c >= thr
     return _result(c, c, float(top["confidence"].max()), "consistent" if ok else "inconsistent",
-                   f"smallest confidence at alpha={worst['alpha']:g} over "
+                   f"smallest confidence at α = {worst['alpha']:g} over "
                    f"{len(top)} ReLU models ({_labels(relu['arch'])}) is {c:.4f} "
-                   f"{'>=' if ok else '<'} {thr:g}"
+                   f"{'≥' if ok else '<'} {thr:g}"
                    + ("" if ok else f" ({roster.label(worst['arch'])} seed {worst['seed']})"))
 
 
@@ -303,16 +303,16 @@ def rule_robust_at_eps(t: pd.DataFrame, params: Mapping) -> dict:
     acc = robust_accuracy_from_radii(t, eps, method)
     if (acc["eps_max"] < eps - 1e-12).any():
         return _result(math.nan, math.nan, math.nan, "not comparable",
-                       f"radius search stops at eps_max={acc['eps_max'].min():g} < eps={eps:g}")
+                       f"radius search stops at ε = {acc['eps_max'].min():g} < ε = {eps:g}")
     worst = acc.loc[acc["robust_accuracy"].idxmax()]
     a = float(worst["robust_accuracy"])
     ok = a <= cap
     return _result(a, float(acc["robust_accuracy"].min()), a,
                    "consistent" if ok else "inconsistent",
                    f"largest robust accuracy (APGD-CE + APGD-T, AutoAttack without FAB-T) at "
-                   f"eps={eps:g} over {len(acc)} models is {a:.3f} "
+                   f"ε = {eps:g} over {len(acc)} models is {a:.3f} "
                    f"({roster.label(worst['arch'])} seed "
-                   f"{worst['seed']}) {'<=' if ok else '>'} {cap:g}")
+                   f"{worst['seed']}) {'≤' if ok else '>'} {cap:g}")
 
 
 def _smallest_free_eps(t: pd.DataFrame, a: str, b: str, floor: float) -> tuple[float, pd.DataFrame]:
@@ -360,7 +360,7 @@ def rule_sign_at_smallest_eps(t: pd.DataFrame, params: Mapping) -> dict:
     d = (free[a] - free[b]).to_numpy(float)
     m, lo, hi = _t_interval(d)
     if not math.isfinite(lo):
-        return _result(m, lo, hi, "not comparable", f"one seed at eps={eps:g}: no interval")
+        return _result(m, lo, hi, "not comparable", f"one seed at ε = {eps:g}: no interval")
     if expect == "parity":
         ok = lo <= 0 <= hi
         why = "holds 0 (parity)" if ok else "excludes 0 (no parity)"
@@ -369,7 +369,7 @@ def rule_sign_at_smallest_eps(t: pd.DataFrame, params: Mapping) -> dict:
         more = "more" if ok else "not more"
         why = f"{'above' if ok else 'not above'} 0 ({roster.label(a)} {more} robust)"
     return _result(m, lo, hi, "consistent" if ok else "inconsistent",
-                   f"{roster.label(a)} − {roster.label(b)} at eps={eps:.4g} over {len(d)} "
+                   f"{roster.label(a)} − {roster.label(b)} at ε = {eps:.4g} over {len(d)} "
                    f"seeds: {m:+.3f} "
                    f"[{lo:+.3f}, {hi:+.3f}] {why}")
 

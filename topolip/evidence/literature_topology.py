@@ -25,8 +25,8 @@ from scipy import stats as sps
 
 from topolip.evidence.stats import holm, paired_t
 
-__all__ = ["TOPOLOGY_RULES", "betti_depth", "betti_depth_rival", "ood_h0_lifetimes",
-           "adv_share_persistence", "complexity_profiles"]
+__all__ = ["ACTIVATION_LABELS", "TOPOLOGY_RULES", "activation_label", "adv_share_persistence",
+           "betti_depth", "betti_depth_rival", "complexity_profiles", "ood_h0_lifetimes"]
 
 NAN = float("nan")
 
@@ -57,6 +57,18 @@ def complexity_profiles(table: pd.DataFrame) -> pd.DataFrame:
     t = table.assign(complexity=table["betti0"] + table["betti1"])
     return (t.groupby(["arch", "seed", "layer"], as_index=False)["complexity"].sum()
             .sort_values(["arch", "seed", "layer"]))
+
+
+ACTIVATION_LABELS = {"relu": "ReLU", "tanh": "tanh", "gelu": "GELU"}
+
+
+def activation_label(name: str) -> str:
+    """Reader's name of an MLP activation family of the topology rows; others unchanged.
+
+    >>> activation_label("relu"), activation_label("tanh"), activation_label("sine")
+    ('ReLU', 'tanh', 'sine')
+    """
+    return ACTIVATION_LABELS.get(name, name)
 
 
 def _slope(prof: pd.DataFrame) -> float:
@@ -96,7 +108,7 @@ def betti_depth(table: pd.DataFrame, params: Mapping) -> dict:
     first = table[table["layer"] == table["layer"].min()]
     if len(first) and ((first["betti0"] == 1) & (first["betti1"] == 0)).all():
         return _out(NAN, NAN, NAN, "not comparable",
-                    "every class of the input is already beta0=1, beta1=0 at the k-NN scale: "
+                    "every class of the input is already β₀ = 1, β₁ = 0 at the k-NN scale: "
                     "there is no topology to simplify (Naitzat et al. start from entangled, "
                     "topologically complex classes)")
     shares = {}
@@ -113,7 +125,8 @@ def betti_depth(table: pd.DataFrame, params: Mapping) -> dict:
     paired = slopes[[fast, slow]].dropna()
     if len(paired) < 2:
         return _out(NAN, NAN, NAN, "not comparable",
-                    f"{len(paired)} seed(s) with both {fast} and {slow}: need >= 2")
+                    f"{len(paired)} seed(s) with both {activation_label(fast)} and "
+                    f"{activation_label(slow)}: need ≥ 2")
     diff = paired[fast].to_numpy() - paired[slow].to_numpy()
     if np.allclose(diff, diff[0]):
         lo = hi = float(diff[0])
@@ -123,10 +136,11 @@ def betti_depth(table: pd.DataFrame, params: Mapping) -> dict:
     eff = float(diff.mean())
     simple_ok = all(s > min_share for s in shares.values())
     faster = hi < 0
-    words = (f"last layer beta0=1, beta1=0 in {shares[fast]:.0%} of {fast} and "
-             f"{shares[slow]:.0%} of {slow} models (need > {min_share:.0%}); complexity slope "
-             f"{fast} - {slow} = {eff:.3g} per layer, {coverage:.0%} interval [{lo:.3g}, {hi:.3g}] "
-             f"over {len(paired)} seeds (need < 0)")
+    f_name, s_name = activation_label(fast), activation_label(slow)
+    words = (f"last layer β₀ = 1, β₁ = 0 in {shares[fast]:.0%} of {f_name} and "
+             f"{shares[slow]:.0%} of {s_name} models (need > {min_share:.0%}); complexity "
+             f"slope {f_name} − {s_name} = {eff:.3g} per layer, {coverage:.0%} interval "
+             f"[{lo:.3g}, {hi:.3g}] over {len(paired)} seeds (need < 0)")
     verdict = "consistent" if simple_ok and faster else "inconsistent"
     return _out(eff, lo, hi, verdict, words)
 
@@ -154,7 +168,7 @@ def betti_depth_rival(table: pd.DataFrame, params: Mapping) -> dict:
     share = k / n
     verdict = "consistent" if share >= min_share else "inconsistent"
     return _out(share, ci.low, ci.high, verdict,
-                f"{k} of {n} models' complexity rises at some layer step (need >= {min_share:.0%})")
+                f"{k} of {n} models' complexity rises at some layer step (need ≥ {min_share:.0%})")
 
 
 def ood_h0_lifetimes(table: pd.DataFrame, params: Mapping) -> dict:
@@ -182,7 +196,7 @@ def ood_h0_lifetimes(table: pd.DataFrame, params: Mapping) -> dict:
     verdict = "consistent" if k / n >= min_share else "inconsistent"
     return _out(k / n, ci.low, ci.high, verdict,
                 f"{k} of {n} (set x model) tests reject after Holm at {alpha}; {neg:.0%} of rows "
-                f"have OOD lifetimes shorter (AUC < 0.5); need >= {min_share:.0%} rejections")
+                f"have OOD lifetimes shorter (AUC < 0.5); need ≥ {min_share:.0%} rejections")
 
 
 def adv_share_persistence(table: pd.DataFrame, params: Mapping) -> dict:
@@ -209,7 +223,7 @@ def adv_share_persistence(table: pd.DataFrame, params: Mapping) -> dict:
     rhos = np.asarray(rhos, float)
     if len(rhos) < 2:
         return _out(NAN, NAN, NAN, "not comparable",
-                    f"{len(rhos)} model(s) with >= 3 fractions and varying persistence: need >= 2")
+                    f"{len(rhos)} model(s) with ≥ 3 fractions and varying persistence: need ≥ 2")
     z = np.arctanh(np.clip(rhos, -clip, clip))
     pos = float((rhos > 0).mean())
     sign_share = max(pos, float((rhos < 0).mean()))
@@ -222,9 +236,9 @@ def adv_share_persistence(table: pd.DataFrame, params: Mapping) -> dict:
     ok = sign_share >= min_sign and p <= alpha
     return _out(np.tanh(m), np.tanh(m - q * se), np.tanh(m + q * se),
                 "consistent" if ok else "inconsistent",
-                f"rho > 0 in {pos:.0%} of {len(rhos)} models (majority sign share "
+                f"ρ > 0 in {pos:.0%} of {len(rhos)} models (majority sign share "
                 f"{sign_share:.0%}, "
-                f"need >= {min_sign:.0%}); Fisher-z t test p = {p:.2g} (need <= {alpha})")
+                f"need ≥ {min_sign:.0%}); Fisher-z t test p = {p:.2g} (need ≤ {alpha})")
 
 
 TOPOLOGY_RULES: dict[str, Callable[[pd.DataFrame, Mapping], dict]] = {

@@ -31,6 +31,7 @@ from topolip.report.findings import (
     learner_findings,
     measures_findings,
     ood_findings,
+    primary_choices,
     radius_findings,
     robustness_findings,
     sweeps_findings,
@@ -55,6 +56,7 @@ from topolip.report.format import (
     glue_number,
     glue_text,
     kind_label,
+    masking_check_label,
     show_parameters,
     show_table,
 )
@@ -65,6 +67,8 @@ from topolip.report.literature import (
 )
 
 __all__ = [
+    "masking_check_label",
+    "primary_choices",
     "ARCH_COLORS",
     "ARCH_DASHES",
     "ARCH_LABELS",

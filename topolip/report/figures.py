@@ -1728,7 +1728,7 @@ def plot_literature_attention(growth: pd.DataFrame, castin: pd.DataFrame) -> plt
     right.set(xscale="log", yscale="log", xlabel="tokens n",
               ylabel="local Lipschitz constant", title="Row 2: worst-case input")
     _log_ticks(right, med["n"])
-    right.legend(frameon=False, fontsize=8, loc="upper left")
+    right.legend(frameon=False, fontsize=8, loc="center left")
     fig.tight_layout()
     return fig
 
@@ -1772,7 +1772,7 @@ def plot_literature_topology(betti: pd.DataFrame, confidence: pd.DataFrame) -> p
     if betti.empty or confidence.empty:
         raise ValueError("the topology or confidence table is empty")
     fig, (left, right) = plt.subplots(1, 2, figsize=(FIG_WIDTH, 3.3))
-    from topolip.evidence.literature_topology import complexity_profiles
+    from topolip.evidence.literature_topology import activation_label, complexity_profiles
 
     prof = complexity_profiles(betti)
     for act, g in prof.groupby("arch"):
@@ -1780,7 +1780,8 @@ def plot_literature_topology(betti: pd.DataFrame, confidence: pd.DataFrame) -> p
         for _, s in g.groupby("seed"):
             left.plot(s["layer"], s["complexity"], lw=0.6, alpha=0.45, color=color)
         mean = g.groupby("layer")["complexity"].mean()
-        left.plot(mean.index, mean.values, lw=2.2, color=color, label=f"{act} (mean)")
+        left.plot(mean.index, mean.values, lw=2.2, color=color,
+                  label=f"{activation_label(act)} (mean)")
     left.set(xlabel="layer (0 = input)", ylabel="β₀ + β₁ over classes",
              title="Row 3: topology with depth")
     left.xaxis.get_major_locator().set_params(integer=True)

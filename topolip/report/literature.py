@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from topolip.evidence.literature_topology import complexity_profiles
+from topolip.evidence.literature_topology import activation_label, complexity_profiles
 from topolip.report.format import arch_label, glue_text
 from topolip.schema import require_columns
 
@@ -120,7 +120,8 @@ def _topology_text(betti: pd.DataFrame, confidence: pd.DataFrame) -> str:
     words = (f"The {n_classes} digit classes enter the MLPs with a complexity of "
              f"{glue_text(first, '{:.2g}')} (β₀ + β₁ summed over classes; "
              f"{n_classes} is the least possible), and leave the last hidden layer at "
-             + ", ".join(f"{glue_text(v, '{:.2g}')} ({a})" for a, v in last.items()) + ".")
+             + ", ".join(f"{glue_text(v, '{:.2g}')} ({activation_label(a)})"
+                         for a, v in last.items()) + ".")
     top = confidence[confidence["alpha"] == confidence["alpha"].max()]
     per_model = top.groupby(["arch", "seed", "relu"], as_index=False)["confidence"].mean()
     relu = per_model[per_model["relu"].astype(bool)]
