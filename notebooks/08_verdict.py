@@ -64,6 +64,7 @@ from topolip.report.format import (
     show_parameters,
     show_table,
 )
+from topolip.roster import claim_title, measure_label
 
 params = {**notebook_parameters(globals(), "08_verdict"), "claims": "data/claims.yml"}
 show_parameters(params)
@@ -110,6 +111,7 @@ prim = verdicts[verdicts["role"] == "primary"].merge(
     on=["claim", "comparison", "group"], how="left")
 prim["comparison"] = [comparison_label(c, g)
                       for c, g in zip(prim["comparison"], prim["group"], strict=True)]
+prim["claim"] = prim["claim"].map(claim_title)
 prim["effect (95% interval)"] = [
     format_interval(r, lo, hi) if s == "log" else format_interval(e, elo, ehi)
     for s, r, lo, hi, e, elo, ehi in zip(prim["scale"], prim["ratio"], prim["ratio_low"],
@@ -140,6 +142,7 @@ show_table(prim[["claim", "verdict", "comparison", "effect (95% interval)", "p_a
 # %% tags=["remove-input"]
 choices, choice_words = primary_choices(claims)
 _ = glue_all(choice_words)
+choices["claim"] = choices["claim"].map(claim_title)
 show_table(choices, columns={"claim": "claim", "primary": "primary comparison",
                              "rule": "rule that chose it", "chosen": "fixed"},
            caption="How the primary comparison of each claim was chosen (data/claims.yml).")
@@ -147,7 +150,7 @@ show_table(choices, columns={"claim": "claim", "primary": "primary comparison",
 # %% [markdown]
 # ## What this run shows
 #
-# The paragraph below is computed from the verdicts (`topolip.evidence.claims.claim_findings`): it names the
+# The paragraph below is computed from the verdicts table, not written by hand: it names the
 # direction of every decisive row, with the interval the decision used, and the rows whose
 # deciding p-value sits near $\alpha$, where a seed or a Monte-Carlo draw could move the
 # verdict. An *inconclusive* row is absence of evidence, not evidence of no difference: the
@@ -179,6 +182,7 @@ ladder = verdicts[verdicts["claim"].isin(["attention-more-robust", "attention-he
                                             "fgsm_radius vs autoattack_radius"])].copy()
 ladder["comparison"] = [comparison_label(c, g)
                         for c, g in zip(ladder["comparison"], ladder["group"], strict=True)]
+ladder["claim"] = ladder["claim"].map(claim_title)
 ladder["effect (interval)"] = [
     format_interval(r, lo, hi) if sc == "log" else format_interval(e, elo, ehi, "{:+.3f}")
     for sc, r, lo, hi, e, elo, ehi in zip(ladder["scale"], ladder["ratio"], ladder["ratio_low"],
@@ -234,6 +238,8 @@ show_table(ladder[["claim", "verdict", "role", "comparison", "effect (interval)"
 view = verdicts[verdicts["role"] != "check"].copy()
 view["comparison"] = [comparison_label(c, g)
                       for c, g in zip(view["comparison"], view["group"], strict=True)]
+view["claim"] = view["claim"].map(claim_title)
+view["measure"] = view["measure"].map(measure_label)
 view["effect (interval)"] = [
     format_interval(r, rl, rh) if s == "log" else format_interval(e, lo, hi)
     for s, r, rl, rh, e, lo, hi in zip(view["scale"], view["ratio"], view["ratio_low"],

@@ -149,8 +149,8 @@ def test_more_robust_uses_the_ladder_at_the_topolip_eps_and_flags_changes():
     assert v.loc["fgsm", "verdict"] == "supported"
     assert v.loc["pgd", "effect"] == pytest.approx(np.mean(np.subtract(
         drops[("vit", "pgd")], drops[("resnet", "pgd")])))
-    assert "verdict changes with attack strength: fgsm supported, pgd inconclusive, " \
-           "autoattack inconclusive" in v.loc["pgd", "flag"]
+    assert ("verdict changes with attack strength: FGSM supported, PGD inconclusive, "
+            f"{kind_label('autoattack')} inconclusive") in v.loc["pgd", "flag"]
     assert "gradient-masking check failed in 1 seed pairs" in v.loc["fgsm", "flag"]
 
 
@@ -421,9 +421,9 @@ def test_the_book_says_which_primary_was_chosen_after_a_run():
     assert table.set_index("claim").loc["attention-smoother", "chosen"] == \
         "after a run that showed its outcome"
     assert words["vd-primaries-after"] == (
-        "5 of the 6 primaries were fixed before their first run; that of *attention-smoother* "
-        "was chosen after a run that showed its outcome, so its verdict is weaker evidence "
-        "than a pre-registered one")
+        "5 of the 6 primaries were fixed before their first run; that of *Attention is "
+        "smoother (end-to-end TopoLip)* was chosen after a run that showed its outcome, so "
+        "its verdict is weaker evidence than a pre-registered one")
 
 
 def test_registry_options_reach_the_check():
@@ -486,7 +486,7 @@ def test_findings_count_families_and_say_only_what_is_decisive():
         f"The ResNet is more robust: under {kind_label('autoattack')} the ViT's accuracy drop "
         "minus the ResNet's is")
     assert "+0.120 (95% interval +0.050 to +0.190" in f["primary"]["b"]
-    assert len(f["decisive"]) == 2 and f["decisive"][0].startswith("*a* (primary)")
+    assert len(f["decisive"]) == 2 and f["decisive"][0].startswith("*A* (primary)")
     # 0.06 and 0.012 are within [0.2, 3) × alpha; 0.004 is not
     assert f["n_near"] == 2 and "p = 0.06 (inconclusive)" in f["near"][0]
     assert f["ladder"] == [v.loc[2, "flag"]]
@@ -583,7 +583,7 @@ def test_a_family_that_cannot_decide_is_description_with_the_seeds_it_needs():
     assert fam.loc["secondary", "n_decisive"] == 0
     f = claim_findings(v)
     assert f["n_described"] == 8 and f["n_tests"] == 1      # the primary alone could decide
-    assert "The 8 rows of *s: secondary* describe and decide nothing" in f["shows"]
+    assert "The 8 rows of *S, secondary* describe and decide nothing" in f["shows"]
     assert "(it would need 6 seeds)" in f["shows"]
     # at 6 seeds the same family can decide
     t6 = smoothness_table(_models(n_seeds=6, kinds=kinds, slope=(1.0,) * 7), exact_seeds=6)

@@ -180,7 +180,7 @@ def test_verdict_counts():
     assert f["headline-envelope"] == "no test"  # a check, not a claim with counts
     env = v[v["claim"] == "envelope"]
     assert f["headline-envelope-ratio"] == f"{env['effect'].iloc[0]:.2f}" == "0.44"
-    assert f["primary-row-attention-more-robust"] == "vit vs resnet, autoattack"
+    assert f["primary-row-attention-more-robust"] == "ViT vs ResNet, APGD-CE + APGD-T"
 
 
 def test_measure_study_reference_row():

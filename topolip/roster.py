@@ -27,9 +27,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
-    "ARCHS", "ARCH_FAMILIES", "GROUPS", "KINDS", "KIND_FAMILIES", "LADDER", "OOD_SETS", "Arch",
-    "Group", "Kind", "OODSet", "UnknownName", "arch", "arch_label", "arch_names", "family_pairs",
-    "group", "kind", "kind_label", "kind_names", "label", "ood_names", "ood_set",
+    "ARCHS", "ARCH_FAMILIES", "CLAIM_TITLES", "GROUPS", "KINDS", "KIND_FAMILIES", "LADDER",
+    "MEASURE_LABELS", "OOD_SETS", "Arch", "Group", "Kind", "OODSet", "UnknownName", "arch",
+    "arch_label", "arch_names", "claim_title", "family_pairs", "group",
+    "kind", "kind_label", "kind_names", "label", "measure_label", "ood_names", "ood_set",
+    "pair_label",
 ]
 
 #: The two families of architectures, in the book's order.
@@ -163,7 +165,39 @@ GROUPS: tuple[Group, ...] = (
     Group("fgsm_radius", "median minimal radius (FGSM)"),
     Group("effective_radius", "median radius at equal clean accuracy (effective robustness)"),
     Group("fgsm_radius vs autoattack_radius", "minimal radius, FGSM vs APGD-CE + APGD-T"),
+    Group("fgsm vs autoattack", "FGSM vs APGD-CE + APGD-T"),
+    Group("fgsm vs pgd", "FGSM vs PGD"),
 )
+
+#: Human names of the measure columns of the tables (:func:`measure_label`).
+MEASURE_LABELS: dict[str, str] = {
+    "end_to_end": "end-to-end raw TopoLip",
+    "end_to_end_scale_free": "end-to-end scale-free TopoLip",
+    "geometric_mean": "geometric-mean raw TopoLip",
+    "geometric_mean_scale_free": "geometric-mean scale-free TopoLip",
+    "max": "max-layer raw TopoLip",
+    "max_scale_free": "max-layer scale-free TopoLip",
+    "median_radius": "median minimal radius",
+    "effective_radius": "median radius at equal clean accuracy",
+    "log_median_radius": "median radius",
+    "accuracy_drop": "accuracy drop",
+    "relative_drop": "relative accuracy drop",
+    "auroc": "AUROC",
+    "accuracy": "accuracy",
+    "test_accuracy": "test accuracy",
+    "train_accuracy": "training accuracy",
+}
+
+#: Short titles of the claims of ``data/claims.yml`` (:func:`claim_title`).
+CLAIM_TITLES: dict[str, str] = {
+    "attention-smoother": "Attention is smoother (end-to-end TopoLip)",
+    "attention-more-robust": "Attention is more robust",
+    "attention-helps-only-weak": "Attention helps only against weak attacks",
+    "attention-smoother-ood": "Attention is smoother out of distribution (TopoLip)",
+    "attention-ood-robust": "Attention separates out-of-distribution data better (AUROC)",
+    "smoothness-robustness": "Smoothness goes with robustness",
+    "envelope": "The certified envelope holds",
+}
 
 _ARCHS = {a.name: a for a in ARCHS}
 _KINDS = {k.name: k for k in KINDS}
@@ -359,3 +393,42 @@ def label(value) -> str:
         return _LABELS[value]
     except (KeyError, TypeError):
         return str(value).replace("_", " ")
+
+
+def measure_label(measure: str) -> str:
+    """Human name of a measure column (:data:`MEASURE_LABELS`); any other column as
+    :func:`label` writes it (underscores as spaces). For display only.
+
+    Examples
+    --------
+    >>> measure_label("end_to_end_scale_free"), measure_label("new_measure")
+    ('end-to-end scale-free TopoLip', 'new measure')
+    """
+    return MEASURE_LABELS.get(measure, label(measure))
+
+
+def claim_title(claim: str) -> str:
+    """Readable title of a claim id of ``data/claims.yml``: :data:`CLAIM_TITLES`, else the id
+    with hyphens as spaces, capitalised, ``ood`` as ``OOD``. For display only.
+
+    Examples
+    --------
+    >>> claim_title("attention-more-robust"), claim_title("new-ood-claim")
+    ('Attention is more robust', 'New OOD claim')
+    """
+    if claim in CLAIM_TITLES:
+        return CLAIM_TITLES[claim]
+    words = ["OOD" if w.lower() == "ood" else w for w in str(claim).replace("_", "-").split("-")]
+    text = " ".join(w for w in words if w)
+    return text[:1].upper() + text[1:]
+
+
+def pair_label(comparison: str) -> str:
+    """Human name of an ``"a vs b"`` comparison of architectures (each side by :func:`label`).
+
+    Examples
+    --------
+    >>> pair_label("vit vs resnet")
+    'ViT vs ResNet'
+    """
+    return " vs ".join(label(a) for a in str(comparison).split(" vs "))

@@ -739,7 +739,7 @@ def smaller_accuracy_drop(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> l
                  and v.verdict != FLOOR_VERDICT]
         if len({v.verdict for v in rungs}) > 1:
             text = "verdict changes with attack strength: " + ", ".join(
-                f"{v.group} {v.verdict}" for v in sorted(rungs, key=lambda v:
+                f"{label(v.group)} {v.verdict}" for v in sorted(rungs, key=lambda v:
                                                           ladder.index(v.group)))
             out = [replace(v, flag="; ".join(f for f in (v.flag, text) if f)) if v in rungs
                    else v for v in out]
@@ -1389,22 +1389,23 @@ def claim_findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
         mdes = {(r["claim"], r["comparison"], r["group"]): r for r in power.to_dict("records")}
     primary, primary_rows = {}, {}
     for r in tested[tested["role"] == "primary"].to_dict("records"):
-        primary_rows[r["claim"]] = f"{r['comparison']}, {r['group']}"
+        primary_rows[r["claim"]] = f"{roster.pair_label(r['comparison'])}, {label(r['group'])}"
         if r["verdict"] == "not measured":
-            primary[r["claim"]] = (f"The registered primary ({r['comparison']}, {r['group']}) "
+            primary[r["claim"]] = (f"The registered primary ({primary_rows[r['claim']]}) "
                                    "was not measured in this run.")
         else:
             primary[r["claim"]] = _sentence(r, mdes.get((r["claim"], r["comparison"],
                                                          r["group"])))
     ordered = pd.concat([decisive[decisive["role"] == "primary"],
                          decisive[decisive["role"] != "primary"]])
-    sentences = [f"*{r['claim']}* ({r['role']}): " + _sentence(
+    sentences = [f"*{roster.claim_title(r['claim'])}* ({r['role']}): " + _sentence(
         r, mdes.get((r["claim"], r["comparison"], r["group"]))) for r in ordered.to_dict(
         "records")]
     p = tested["p_adjusted"].astype(float)
     close = tested[(p >= near[0] * alpha) & (p < near[1] * alpha)
                    & ~tested["verdict"].isin(_CANNOT_DECIDE)]
-    near_list = [f"{r['comparison']}, {label(r['group'])} ({r['claim']}): "
+    near_list = [f"{roster.pair_label(r['comparison'])}, {label(r['group'])} "
+                 f"({roster.claim_title(r['claim'])}): "
                  f"p = {r['p_adjusted']:.2g} ({r['verdict']})" for r in close.to_dict("records")]
     ladder = sorted({f for f in verdicts["flag"].fillna("").astype(str)
                      if "changes with attack strength" in f})
@@ -1431,8 +1432,9 @@ def claim_findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
                  f"{'is' if len(decisive) == 1 else 'are'} decisive: {n_sup} "
                  f"support{'s' if n_sup == 1 else ''} a claim and {n_con} "
                  f"contradict{'s' if n_con == 1 else ''} one.")
-    for fam_name, g in described.groupby("family", sort=False):
+    for _, g in described.groupby("family", sort=False):
         need = g["detail"].astype(str).str.extract(r"would need (\d+) seeds")[0].dropna()
+        fam_name = f"{roster.claim_title(g['claim'].iloc[0])}, {g['role'].iloc[0]}"
         shows.append(f"The {len(g)} rows of *{fam_name}* describe and decide nothing: at "
                      "this seed count no p-value of that family can fall below α after "
                      "Holm's correction" + (f" (it would need {need.iloc[0]} seeds)"

@@ -104,25 +104,6 @@ def _band(table: pd.DataFrame) -> str | None:
     return "sd" if "seed" in table and table["seed"].nunique() >= 2 else None
 
 
-#: Human names of the measure columns of the tables (:func:`_measure_label`).
-_MEASURE_LABELS = {
-    "end_to_end": "end-to-end raw TopoLip",
-    "end_to_end_scale_free": "end-to-end scale-free TopoLip",
-    "geometric_mean": "geometric-mean raw TopoLip",
-    "geometric_mean_scale_free": "geometric-mean scale-free TopoLip",
-    "max": "max-layer raw TopoLip",
-    "max_scale_free": "max-layer scale-free TopoLip",
-    "median_radius": "median minimal radius",
-    "effective_radius": "median radius at equal clean accuracy",
-    "log_median_radius": "median radius",
-    "accuracy_drop": "accuracy drop",
-    "relative_drop": "relative accuracy drop",
-    "auroc": "AUROC",
-    "accuracy": "accuracy",
-    "test_accuracy": "test accuracy",
-    "train_accuracy": "training accuracy",
-}
-
 #: The short name of a measure that tells two rows of one comparison apart (raw or scale-free).
 #: Verdict measures on the radii (higher: attention more robust; their own panel).
 _RADIUS_MEASURES = frozenset({"median_radius", "effective_radius", "log_median_radius"})
@@ -130,17 +111,6 @@ _RADIUS_MEASURES = frozenset({"median_radius", "effective_radius", "log_median_r
 _MEASURE_SHORT = {"end_to_end": "raw", "end_to_end_scale_free": "scale-free",
                   "geometric_mean": "raw", "geometric_mean_scale_free": "scale-free",
                   "max": "raw", "max_scale_free": "scale-free"}
-
-#: Titles of the claims of ``data/claims.yml`` in the verdict figure (others: :func:`_claim_title`).
-_CLAIM_TITLES = {
-    "attention-smoother": "Attention is smoother (end-to-end TopoLip)",
-    "attention-more-robust": "Attention is more robust",
-    "attention-helps-only-weak": "Attention helps only against weak attacks",
-    "attention-smoother-ood": "Attention is smoother out of distribution (TopoLip)",
-    "attention-ood-robust": "Attention separates out-of-distribution data better (AUROC)",
-    "smoothness-robustness": "Smoothness goes with robustness",
-    "envelope": "The certified envelope holds",
-}
 
 #: Short names of perturbation kinds inside a contrast of two kinds ("FGSM vs APGD-CE+T").
 _KIND_SHORT = {"autoattack": "APGD-CE+T", "fgsm_radius": "FGSM",
@@ -160,22 +130,6 @@ _FRACTIONS = frozenset({"accuracy", "test_accuracy", "train_accuracy", "val_accu
 #: Smallest span of an axis of fractions (:func:`_anchor_fractions`), so that a wiggle of a point
 #: or two of accuracy does not look like a V.
 MIN_FRACTION_SPAN = 0.2
-
-
-def _measure_label(measure: str) -> str:
-    """Human name of a measure column (``"end_to_end_scale_free"`` -> ``"end-to-end scale-free
-    TopoLip"``); any other column as :func:`_name` writes it (underscores as spaces)."""
-    return _MEASURE_LABELS.get(measure, _name(measure))
-
-
-def _claim_title(claim: str) -> str:
-    """Readable title of a claim id: :data:`_CLAIM_TITLES`, else the id with hyphens as spaces,
-    capitalised, ``ood`` as ``OOD`` (``"new-ood-claim"`` -> ``"New OOD claim"``)."""
-    if claim in _CLAIM_TITLES:
-        return _CLAIM_TITLES[claim]
-    words = ["OOD" if w.lower() == "ood" else w for w in str(claim).replace("_", "-").split("-")]
-    text = " ".join(w for w in words if w)
-    return text[:1].upper() + text[1:]
 
 
 def _group_label(group: str) -> str:
@@ -869,11 +823,11 @@ def plot_topolip_vs_accuracy(table: pd.DataFrame, *, measure: str = "end_to_end_
             ax.xaxis.set_minor_formatter(mticker.NullFormatter())
         ax.axvline(1.0, color="0.4", ls=":", lw=1)
         ax.set_xlabel("scale-free Δ$_L$/Δ$_0$" if measure == "end_to_end_scale_free"
-                      else _measure_label(measure))
+                      else roster.measure_label(measure))
     for ax in axes.flat[len(kinds):]:
         ax.set_visible(False)
     for ax in axes[:, 0]:
-        ax.set_ylabel(_measure_label(y))
+        ax.set_ylabel(roster.measure_label(y))
     if y in _FRACTIONS:
         _anchor_fractions(axes.flat[0], -1.0, 1.0)
     if flagged.any():
@@ -961,7 +915,7 @@ def plot_sweep(table: pd.DataFrame, arch: str, *,
             if j < 2:
                 _log_axis(ax)
                 ax.axhline(1.0, color="0.4", ls=":", lw=1)
-                ax.set_ylabel(_measure_label(col))
+                ax.set_ylabel(roster.measure_label(col))
             else:
                 ax.set_ylabel("test accuracy")
                 _clip_fractions(ax)
@@ -1034,7 +988,7 @@ def plot_size_sweep(table: pd.DataFrame, *, measure: str = "end_to_end_scale_fre
                     ls="none", color=ARCH_COLORS.get(arch, "0.3"), label=_name(arch))
         ax.set_xscale("log")
         ax.set_xlabel("weights")
-        ax.set_ylabel(_measure_label(col))
+        ax.set_ylabel(roster.measure_label(col))
         if col == measure:
             _log_axis(ax)
             ax.axhline(1.0, color="0.4", ls=":", lw=1)
@@ -1614,7 +1568,7 @@ def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) ->
             name = f"{' vs '.join(_name(a) for a in r.comparison.split(' vs '))}, " \
                    f"{_group_label(r.group)}"
             if twin and r.measure:
-                name += f" ({_MEASURE_SHORT.get(r.measure, _measure_label(r.measure))})"
+                name += f" ({_MEASURE_SHORT.get(r.measure, roster.measure_label(r.measure))})"
             # two lines (comparison, then group) when long, so the axes keep their width
             names.append(name.replace(", ", ",\n", 1) if len(name) > 36 else name)
         ax.set_yticks(y, names, fontsize=8.5, linespacing=0.95)
@@ -1623,8 +1577,8 @@ def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) ->
         ax.axvline(0.0, color="0.4", ls=":", lw=1)
         radius = panel.endswith("|radius")
         mixed = radius or f"{claim}|radius" in claims
-        ax.set_title(_claim_title(claim) + ((": minimal radius" if radius else ": fixed budget")
-                                            if mixed else ""), loc="left")
+        suffix = (": minimal radius" if radius else ": fixed budget") if mixed else ""
+        ax.set_title(roster.claim_title(claim) + suffix, loc="left")
         main = part.loc[primary, "measure"].iloc[0] if primary.any() else part["measure"].iloc[0]
         higher_better = main == "auroc" or main in _RADIUS_MEASURES
         cue = (("attention's edge larger under the weaker attack →" if higher_better
@@ -1637,7 +1591,7 @@ def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) ->
                 ha="right" if higher_better else "left", va="center", fontsize=9,
                 color="0.3", style="italic")
         log = (part["scale"] == "log").all() and bool(main)
-        what = _measure_label(main) if main else "the claim's measure"
+        what = roster.measure_label(main) if main else "the claim's measure"
         if contrast.all() and log:
             xlabel = "Δ log(attention / convolution) median radius, weak − strong attack"
         elif contrast.all():

@@ -129,8 +129,7 @@ def comparison_label(comparison: str, group: str) -> str:
     'ViT vs ResNet, Gaussian noise'
     """
     # a comparison that is not of architectures (an association's) is shown as written
-    return (" vs ".join(ARCH_LABELS.get(a, a) for a in comparison.split(" vs ")) + ", "
-            + kind_label(group))
+    return roster.pair_label(comparison) + ", " + kind_label(group)
 
 
 def format_interval(value: float, low: float, high: float, fmt: str = "{:.3g}") -> str:
