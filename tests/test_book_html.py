@@ -343,21 +343,6 @@ ALLOWED_IDENTIFIERS = {
     "book/reproduce.html": ["profile’s results_dir"],
 }
 
-#: The leaks the quick book still shows (page, identifier), all on the verdicts page: its claim
-#: and measure columns (notebook 08's table calls) and ``topolip.evidence.claims`` (the
-#: verdicts' comparison, flag and findings text). Those of 01, 02, 04 (masking-check headers,
-#: ``topolip.report.format.masking_check_label``) and 09 are fixed; remove an entry when its
-#: leak is.
-KNOWN_LEAKS = {
-    *(("book/notebooks/08_verdict.html", k) for k in (
-        "attention-smoother", "attention-more-robust", "attention-helps-only-weak",
-        "attention-smoother-ood", "attention-ood-robust", "smoothness-robustness",
-        "end_to_end_scale_free", "end_to_end", "accuracy_drop", "relative_drop",
-        "median_radius", "log_median_radius", "effective_radius",
-        "vit", "resnet", "attention_stack", "conv_stack", "fgsm", "pgd", "autoattack")),
-}
-
-
 def test_identifier_checker_on_planted_names(tmp_path):
     root = Path(__file__).resolve().parents[1]
     ids = raw_identifiers(root)
@@ -390,18 +375,9 @@ def test_identifier_checker_on_planted_names(tmp_path):
 
 
 @pytest.mark.skipif(not (HTML / "book").is_dir(), reason="no built book (_build/html)")
-def test_built_book_shows_no_new_raw_identifier():
-    """No raw identifier beyond the known leaks (a new one fails here at once)."""
-    root = Path(__file__).resolve().parents[1]
-    leaks = identifier_leaks(HTML, raw_identifiers(root), ALLOWED_IDENTIFIERS)
-    new = [leak for leak in leaks if leak[:2] not in KNOWN_LEAKS]
-    assert not new, "\n".join(f"{p}: {n!r} in ...{t}..." for p, n, t in new)
-
-
-@pytest.mark.skipif(not (HTML / "book").is_dir(), reason="no built book (_build/html)")
-@pytest.mark.xfail(strict=True, reason="issue 27: raw identifiers on the verdicts page "
-                                       "(KNOWN_LEAKS)")
 def test_built_book_shows_no_raw_identifier():
+    """No raw column, parameter or claim name in any page's reader text (allowed phrases
+    aside)."""
     root = Path(__file__).resolve().parents[1]
     leaks = identifier_leaks(HTML, raw_identifiers(root), ALLOWED_IDENTIFIERS)
     assert not leaks, "\n".join(f"{p}: {n!r} in ...{t}..." for p, n, t in leaks)

@@ -655,4 +655,4 @@ def test_the_primaries_joint_error_is_stated_with_holm_over_them():
     shows = claim_findings(v)["shows"]
     # Holm over 3: 0.003 < 0.05 keeps a; b's 0.03 * 2 = 0.06 does not
     assert "at most 0.15" in shows
-    assert "1 of the 2 decisive primaries stay decisive (*a*) and *b* would not." in shows
+    assert "1 of the 2 decisive primaries stay decisive (*A*) and *B* would not." in shows

@@ -1315,9 +1315,10 @@ def _primaries_joint(tested: pd.DataFrame, alpha: float) -> str:
             f"Under Holm's correction over the {k} primaries, ")
     if not dec.any():
         return text + "there is no decisive primary to keep."
+    keep, lost = ([f"*{roster.claim_title(c)}*" for c in cs] for cs in (keep, lost))
     text += (f"{len(keep)} of the {int(dec.sum())} decisive primaries stay decisive"
-             + (f" ({', '.join(f'*{c}*' for c in keep)})" if keep else ""))
-    return text + (f" and {', '.join(f'*{c}*' for c in lost)} would not." if lost else ".")
+             + (f" ({', '.join(keep)})" if keep else ""))
+    return text + (f" and {', '.join(lost)} would not." if lost else ".")
 
 
 #: Groups that are out-of-distribution sets (a sentence says "on", not "under", them).
