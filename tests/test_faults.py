@@ -439,9 +439,11 @@ def test_an_interrupted_run_rolls_back_says_one_line_and_resumes(tmp_path, how):
     else:
         assert proc.returncode == (143 if how == "SIGTERM" else 130), err
         name = how.split("-")[0]
-        # ipykernel's start-up warning (every kernel, every run) is not the runner's
+        # ipykernel's start-up warning (every kernel, every run) is not the runner's, nor is
+        # libzmq's abort in the kernel when the signal lands inside its poll (seen in CI)
         lines = [ln for ln in err.strip().splitlines()
-                 if not ln.startswith("[IPKernelApp] WARNING | Kernel is running over TCP")]
+                 if not ln.startswith("[IPKernelApp] WARNING | Kernel is running over TCP")
+                 and not (ln.startswith("Assertion failed:") and "signaler.cpp" in ln)]
         assert lines == [
             f"topolip: 02_measure interrupted by {name}; its partial outputs were rolled back "
             f"(3 file(s)); kept: 01_train and every finished checkpoint; run the same "

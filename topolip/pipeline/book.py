@@ -46,7 +46,8 @@ __all__ = ["SOURCES", "build_book", "figure_bibtex", "figure_links", "figure_num
            "publish_results", "site_url", "stage", "stage_book", "toc_documents"]
 
 #: What a book build needs from the repository (tests stage these into a scratch folder).
-SOURCES = ("_config.yml", "_toc.yml", "book", "notebooks", "data/profiles", "data/claims.yml")
+SOURCES = ("_config.yml", "_toc.yml", "book", "notebooks", "data/profiles", "data/claims.yml",
+           "data/literature.yml")
 #: Suffixes of documents the book reads; other files of a document's folder are assets.
 DOC_SUFFIXES = (".md", ".ipynb", ".rst")
 #: Where :func:`build_book` stages the sources, under the repository root.
