@@ -67,8 +67,6 @@ from topolip.report.literature import (
 )
 
 __all__ = [
-    "masking_check_label",
-    "primary_choices",
     "ARCH_COLORS",
     "ARCH_DASHES",
     "ARCH_LABELS",
@@ -92,6 +90,7 @@ __all__ = [
     "literature_findings",
     "literature_sentence",
     "literature_summary",
+    "masking_check_label",
     "measures_findings",
     "ood_findings",
     "plot_accuracy_curves",
@@ -112,6 +111,7 @@ __all__ = [
     "plot_topolip_vs_accuracy",
     "plot_training_curves",
     "plot_verdicts",
+    "primary_choices",
     "radius_findings",
     "robustness_findings",
     "show_parameters",

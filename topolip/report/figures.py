@@ -1565,7 +1565,7 @@ def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) ->
         twins = part.duplicated(["comparison", "group"], keep=False)
         names = []
         for r, twin in zip(part.itertuples(), twins, strict=True):
-            name = f"{' vs '.join(_name(a) for a in r.comparison.split(' vs '))}, " \
+            name = f"{roster.pair_label(r.comparison)}, " \
                    f"{_group_label(r.group)}"
             if twin and r.measure:
                 name += f" ({_MEASURE_SHORT.get(r.measure, roster.measure_label(r.measure))})"
