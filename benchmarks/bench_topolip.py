@@ -12,7 +12,7 @@ collected once; then three things are timed on the same clouds:
   issue 20, its numbers are held by ``tests/expect/``);
 - **new·1**: the engine in one process: :func:`topolip.topology.points.pairwise_distances` once per
   cloud, shared by the diagrams and the scale (what
-  :func:`topolip.experiments.measure.measure_model`
+  :func:`topolip.experiments.model_measurement.measure_model`
   does), ripser called cloud after cloud;
 - **new·N**: the same with ripser in ``N`` worker processes over the clouds
   (:func:`topolip.topology.rips.rips_diagrams_many`, ``N`` =
@@ -64,7 +64,7 @@ def apart_topolip(clean, perts, spec):
 
 
 def new_topolip(clean, perts, spec, n_jobs=1):  # spec.backend picks the persistence backend
-    """The engine as :func:`topolip.experiments.measure.measure_model` runs it."""
+    """The engine as :func:`topolip.experiments.model_measurement.measure_model` runs it."""
     clean_d = {label: dg.pairwise_distances(a) for label, a in clean.items()}
     dgms = layer_diagrams(clean, spec, distances=clean_d, n_jobs=n_jobs)
     tables = []

@@ -59,7 +59,7 @@ n_workers = None        # processes of the local cluster, 1 thread each (None: t
 # %% tags=["remove-input"]
 from pathlib import Path
 
-from topolip.experiments.measure import measure_trained
+from topolip.experiments.model_measurement import measure_trained
 from topolip.nets.data import load_dataset
 from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
 from topolip.report.findings import topolip_findings

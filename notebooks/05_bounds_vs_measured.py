@@ -53,7 +53,7 @@ n_workers = None        # processes of the local cluster, 1 thread each (None: t
 from pathlib import Path
 
 from topolip.evidence.bound_tables import bound_looseness
-from topolip.experiments.measure import measure_bounds_trained
+from topolip.experiments.model_measurement import measure_bounds_trained
 from topolip.nets.data import load_dataset
 from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
 from topolip.report.findings import bounds_findings
@@ -87,7 +87,7 @@ show_parameters(params)
 # For each trained model: the bound and the estimate of every segment at the clean batch
 # (margin 0), then, per perturbation (recreated as the TopoLip notebook made it: the same seed
 # batch, kind, strength and seed), the bounds with margin eps_{l-1} and the chain
-# (topolip.experiments.measure.measure_bounds, which raises if an estimate exceeds its bound or a
+# (topolip.experiments.model_measurement.measure_bounds, which raises if an estimate exceeds its bound or a
 # measured eps_l exceeds L_l eps_{l-1}). bounds_vs_measured joins the chains with the TopoLip
 # table and checks the stability theorem on every row.
 with TaskRunner(scheduler, n_workers=n_workers) as runner:

@@ -51,7 +51,7 @@ n_workers = None        # processes of the local cluster, 1 thread each (None: t
 # %% tags=["remove-input"]
 from pathlib import Path
 
-from topolip.experiments.measure import model_summaries
+from topolip.experiments.model_measurement import model_summaries
 from topolip.experiments.ood import measure_ood_trained
 from topolip.nets.data import load_dataset
 from topolip.perturbations.ood_sets import load_ood_batches

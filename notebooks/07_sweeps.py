@@ -68,7 +68,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from topolip.experiments.measure import model_images
+from topolip.experiments.model_measurement import model_images
 from topolip.experiments.sweeps import run_sweeps
 from topolip.nets.data import load_dataset
 from topolip.nets.train import TrainConfig, configure_threads

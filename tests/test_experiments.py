@@ -1,5 +1,5 @@
-"""topolip.experiments.measure: bounds against measurement (the per-model measurement's other
-tests are in test_engine.py and tests/expect)."""
+"""topolip.experiments.model_measurement: bounds against measurement (the per-model measurement's
+other tests are in test_model_measurement.py and tests/expect)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import pytest
 
 from topolip.evidence.bound_tables import bounds_vs_measured
-from topolip.experiments.measure import (
+from topolip.experiments.model_measurement import (
     measure_bounds,
     measure_model,
     seed_batch,

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from topolip.experiments.measure import (
+from topolip.experiments.model_measurement import (
     measure_model,
 )
 from topolip.experiments.ood import (

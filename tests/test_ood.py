@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from topolip.experiments.measure import (
+from topolip.experiments.model_measurement import (
     model_summaries,
 )
 from topolip.experiments.ood import (

@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from topolip.experiments.measure import model_images
+from topolip.experiments.model_measurement import model_images
 from topolip.experiments.radii import radii_trained, radius_check, radius_summary, robust_curve
 from topolip.perturbations.radius import (
     eps_grid_from_radii,

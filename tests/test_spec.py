@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from topolip.experiments.measure import measure_model, model_images, seed_batch
+from topolip.experiments.model_measurement import measure_model, model_images, seed_batch
 from topolip.nets.models import build_model, collect_activations
 from topolip.topology.distances import diagram_distance
 from topolip.topology.metric import LayerDiagrams, layer_diagrams, topolip_table

@@ -211,3 +211,28 @@ def test_pairs_equal_up_to_float_rounding_decide_nothing():
     # a real difference of 1e-9 of the values is kept
     real = paired_t([1.0 + 1e-9 * k for k in (1, 2, 3, 4, 5)], [1.0] * 5)
     assert real.effect > 0 and real.pvalue < 0.05
+
+
+def test_tau_b_is_scipys_tau_b_with_ties_and_drops_pairs_with_a_missing_value():
+    from scipy.stats import kendalltau
+
+    from topolip.evidence.stats import pair_signs, tau_b
+
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 4, size=(5, 12)).astype(float)  # ties in both
+    y = rng.integers(0, 3, size=(5, 12)).astype(float)
+    ours = tau_b(*pair_signs(x), *pair_signs(y))
+    scipys = [kendalltau(a, b).statistic for a, b in zip(x, y, strict=True)]
+    np.testing.assert_allclose(ours, scipys, rtol=0, atol=1e-12)
+    x[0, [2, 7]], y[0, 5] = np.nan, np.inf
+    keep = np.ones(12, bool)
+    keep[[2, 5, 7]] = False
+    got = float(tau_b(*pair_signs(x[0]), *pair_signs(y[0])))
+    assert got == pytest.approx(kendalltau(x[0, keep], y[0, keep]).statistic, abs=1e-12)
+    # along another axis, and pooled over blocks: the pairs of both columns summed
+    grid_x, grid_y = x[:, :2], y[:, :2]                 # (5 units, 2 blocks)
+    pooled = float(tau_b(*pair_signs(grid_x, 0), *pair_signs(grid_y, 0), axis=(0, 1)))
+    sx = np.concatenate([pair_signs(grid_x[:, j])[0] for j in range(2)])
+    sy = np.concatenate([pair_signs(grid_y[:, j])[0] for j in range(2)])
+    assert pooled == pytest.approx((sx * sy).sum() / np.sqrt(np.count_nonzero(sx)
+                                                             * np.count_nonzero(sy)))

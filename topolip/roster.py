@@ -130,9 +130,8 @@ ARCHS: tuple[Arch, ...] = (
     Arch("conv_stack", "convolution stack", "convolution", True, "#E69F00", "s", (4, 2)),
 )
 
-#: The perturbation kinds: the attacks (``topolip.perturbations.attacks.ATTACKS``, weak to strong,
-# the
-#: black-box ``square`` last), the random-sign baseline, the corruptions
+#: The perturbation kinds: the attacks (``topolip.perturbations.attacks.ATTACKS``, weak to
+#: strong, the black-box ``square`` last), the random-sign baseline, the corruptions
 #: (``topolip.perturbations.corruptions.CORRUPTIONS``).
 KINDS: tuple[Kind, ...] = (
     Kind("fgsm", "FGSM", "adversarial", "eps"),

@@ -1,11 +1,11 @@
 """The expected outputs of the engine, stored under ``tests/expect/`` (torchvision's golden-output
 habit), and the code that computes them.
 
-Each case below computes, from small deterministic inputs and through public functions only, one
-or two tables; ``tests/test_engine.py`` computes them again and compares them with the stored
-files (integers, booleans and text exactly, floats to the case's ``rtol``). An internal refactor
-that keeps the numbers passes; one that changes them fails, naming the file, the column and the
-first differing rows.
+Each case below computes, from small deterministic inputs and through public functions only, one or
+two tables; ``tests/test_model_measurement.py`` computes them again and compares them with the
+stored files (integers, booleans and text exactly, floats to the case's ``rtol``). An internal
+refactor that keeps the numbers passes; one that changes them fails, naming the file, the column and
+the first differing rows.
 
 Regenerate the files only when a change of the numbers is intended (and say why in the commit
 message), from the repository root::
@@ -17,8 +17,8 @@ Files: ``rips_diagrams.json`` (:func:`topolip.topology.rips.rips_diagrams` of ra
 sizes, dimensions, scales and offsets vary, with duplicate rows), ``topolip_table.csv``
 (:func:`topolip.topology.metric.topolip_table` of float64 activation clouds), and
 ``measure_model_layers.csv`` / ``measure_model_summary.csv``
-(:func:`topolip.experiments.measure.measure_model` of a seeded untrained convolution stack on random
-images labelled by its own predictions: per-layer rows, noise floor, accuracies and the
+(:func:`topolip.experiments.model_measurement.measure_model` of a seeded untrained convolution stack
+on random images labelled by its own predictions: per-layer rows, noise floor, accuracies and the
 baseline measures).
 """
 
@@ -100,7 +100,7 @@ def _topolip_table() -> dict:
 def _measure_model() -> dict:
     import torch
 
-    from topolip.experiments.measure import measure_model
+    from topolip.experiments.model_measurement import measure_model
     from topolip.nets.models import build_model
     from topolip.topology.spec import TopoLipSpec
 

@@ -1,9 +1,9 @@
 """The tables of the bounds chapter (``notebooks/05_bounds_vs_measured.py``), torch-free.
 
-:func:`topolip.experiments.measure.measure_bounds` writes ``tables/bounds.csv`` (per model, the
-bounds
-of every segment at the clean batch, ``perturbation == LOCAL``, and the certified chains of the
-paired perturbations); these functions join it with ``tables/topolip.csv`` and summarise it:
+:func:`topolip.experiments.model_measurement.measure_bounds` writes ``tables/bounds.csv`` (per
+model, the bounds of every segment at the clean batch, ``perturbation == LOCAL``, and the certified
+chains of the paired perturbations); these functions join it with ``tables/topolip.csv`` and
+summarise it:
 
 - :func:`bounds_vs_measured`: the bound ``2 L_ℓ`` next to the measured growth
   ``W_{∞,∞,ℓ} / ε_{ℓ−1}``, with the stability theorem checked on every row;

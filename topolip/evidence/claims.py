@@ -49,7 +49,7 @@ __all__ = [
     "CHECKS", "FAMILY_PAIRS", "FLOOR_VERDICT", "LADDER", "PRIMARY_CHOSEN", "ROBUST_FLOOR",
     "Claim", "Verdict",
     "effective_radius", "evaluate", "family_below_counts",
-    "family_comparisons", "families", "claim_findings", "load_claims", "most_robust_vs_smoothest",
+    "families", "claim_findings", "load_claims", "most_robust_vs_smoothest",
     "smoothness_table", "verdict_counts", "with_options",
 ]
 
@@ -262,7 +262,7 @@ def family_below_counts(summary: pd.DataFrame, measure: str = "end_to_end_scale_
                         group_col: str = "perturbation") -> dict[tuple[str, str], str]:
     """In how many groups each attention model's seed mean is below its convolution partner's.
 
-    A descriptive count for the narrative (no interval, no test: :func:`family_comparisons`
+    A descriptive count for the narrative (no interval, no test: :func:`evaluate`
     decides); only the architectures measured in every group are compared.
 
     Parameters
@@ -451,67 +451,6 @@ def _finish(rows: list[dict], claim: str, primary: Mapping[str, str], *, alpha: 
                               detail="the registered primary comparison is not in this run's "
                                      "tables"))
     return out
-
-
-def family_comparisons(points: pd.DataFrame, measure: str, *, primary: Mapping[str, str],
-                       group_col: str = "perturbation", scale: str | None = None,
-                       flag_column: str | None = FLAG_COLUMN,
-                       resamples: pd.DataFrame | None = None, claimed_sign: int = -1,
-                       alpha: float = 0.05, claim: str = "",
-                       n_images_col: str | None = "n_images") -> list[Verdict]:
-    """Attention against convolution, per family pair and group, paired by seed: the primary
-    comparison alone at ``alpha``, the others under Holm.
-
-    Parameters
-    ----------
-    points : pandas.DataFrame
-        One row per ``arch``, ``seed`` and group with the ``measure`` column (the value on the
-        seed's images).
-    measure : str
-        The compared column.
-    primary : mapping
-        ``{"comparison": "vit vs resnet", "group": <a value of group_col>}``.
-    group_col : str, default="perturbation"
-        The column naming the perturbation kind or data set.
-    scale : {"log", "raw"}, optional
-        Log for ratio measures; default ``log`` for ``end_to_end*`` measures, else ``raw``.
-    flag_column : str, optional
-        A column whose non-empty value drops the model's pairs (the noise floor); ignored when
-        the table lacks it.
-    resamples : pandas.DataFrame, optional
-        Image resamples (``arch``, ``seed``, ``group``, ``measure``, ``resample``, ``value``)
-        for a quantity the seed spread does not hold (an AUROC over one fixed image set): their
-        standard error of the paired difference is added (:func:`topolip.evidence.stats.paired_t`).
-    claimed_sign : {-1, 1}
-        -1 when the claim predicts a lower value for attention.
-    alpha : float, default=0.05
-        Level of the primary test and of the secondaries' Holm family.
-    claim : str
-        The claim id written into each verdict (and its family names).
-    n_images_col : str, optional
-        Column of ``points`` with the images per seed.
-
-    Returns
-    -------
-    list of Verdict
-        A ``"not measured"`` primary row first when the primary comparison is absent.
-
-    Examples
-    --------
-    Differences of logs: log(1/2) at every seed, so the ratio is exactly 1/2.
-
-    >>> pts = pd.DataFrame({"arch": ["vit"] * 3 + ["resnet"] * 3, "seed": [0, 1, 2] * 2,
-    ...                     "perturbation": "pgd", "m": [1.0, 1.2, 0.9, 2.0, 2.4, 1.8]})
-    >>> v = family_comparisons(pts, "m", scale="log", n_images_col=None,
-    ...                        primary={"comparison": "vit vs resnet", "group": "pgd"})[0]
-    >>> v.verdict, v.role, round(v.ratio, 6), v.n_pairs
-    ('supported', 'primary', 0.5, 3)
-    """
-    scale = scale or ("log" if measure.startswith("end_to_end") else "raw")
-    rows = _comparison_rows(points, measure, group_col=group_col, scale=scale,
-                            flag_column=flag_column, n_images_col=n_images_col,
-                            resamples=resamples)
-    return _finish(rows, claim, primary, alpha=alpha, claimed_sign=claimed_sign)
 
 
 def _alpha(claim: Claim) -> float:

@@ -250,24 +250,16 @@ def measure_population(summary: pd.DataFrame, sweeps: pd.DataFrame | None = None
 # --------------------------------------------------------------------------- within-arch τ
 
 
-def _pair_signs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Signs of ``v[..., i, :] - v[..., j, :]`` over seed pairs i < j (axis -2 = seeds) and
-    whether both are finite; NaN differences give sign 0."""
-    n = values.shape[-2]
-    iu, ju = np.triu_indices(n, 1)
-    a, b = values[..., iu, :], values[..., ju, :]
-    valid = np.isfinite(a) & np.isfinite(b)
-    with np.errstate(invalid="ignore"):
-        s = np.where(valid, np.sign(a - b), 0.0)
-    return s, valid.astype(float)
+def _signs(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`topolip.evidence.stats.pair_signs` of a ``(..., seeds, archs)`` grid: seed pairs
+    on axis -2."""
+    return stats.pair_signs(values, axis=-2)
 
 
-def _tau_b(sx, vx, sy, vy, axes=(-1, -2)) -> np.ndarray:
-    """τ-b over the pairs where both are valid: Σ sx sy / sqrt(#x untied · #y untied)."""
-    num = (sx * sy).sum(axis=axes)
-    den = np.sqrt((np.abs(sx) * vy).sum(axis=axes) * (np.abs(sy) * vx).sum(axis=axes))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+def _tau(sx, vx, sy, vy) -> np.ndarray:
+    """:func:`topolip.evidence.stats.tau_b` within architectures: the seed pairs of every
+    architecture pooled (axes -1 and -2)."""
+    return stats.tau_b(sx, vx, sy, vy, axis=(-1, -2))
 
 
 def _grid(table: pd.DataFrame, column: str, seeds, archs, *, cluster: str,
@@ -421,9 +413,9 @@ def within_tau(table: pd.DataFrame, measure: str, response: str = "accuracy_drop
     seeds = sorted(table[unit].unique())
     archs = sorted(table[cluster].astype(str).unique())
     t = table.assign(**{cluster: table[cluster].astype(str)})
-    sx, vx = _pair_signs(_grid(t, measure, seeds, archs, cluster=cluster, unit=unit))
-    sy, vy = _pair_signs(_grid(t, response, seeds, archs, cluster=cluster, unit=unit))
-    return float(_tau_b(sx, vx, sy, vy)), int((vx * vy).sum())
+    sx, vx = _signs(_grid(t, measure, seeds, archs, cluster=cluster, unit=unit))
+    sy, vy = _signs(_grid(t, response, seeds, archs, cluster=cluster, unit=unit))
+    return float(_tau(sx, vx, sy, vy)), int((vx * vy).sum())
 
 
 def _holm_level(p: np.ndarray, p_holm: np.ndarray, alpha: float, m: int) -> np.ndarray:
@@ -515,15 +507,15 @@ def compare_within(table: pd.DataFrame, a: str, b: str, response: str = "accurac
     keep = np.stack([(iu != s) & (ju != s) for s in range(n)]).astype(float)  # (n, P)
     diffs, reps, w, w_reps = [], [], [], []
     for g in groups:
-        sa, va = _pair_signs(_grid(g, a, seeds, archs, cluster=cluster, unit=unit))
-        sb, vb = _pair_signs(_grid(g, b, seeds, archs, cluster=cluster, unit=unit))
-        sy, vy = _pair_signs(_grid(g, response, seeds, archs, cluster=cluster, unit=unit))
+        sa, va = _signs(_grid(g, a, seeds, archs, cluster=cluster, unit=unit))
+        sb, vb = _signs(_grid(g, b, seeds, archs, cluster=cluster, unit=unit))
+        sy, vy = _signs(_grid(g, response, seeds, archs, cluster=cluster, unit=unit))
         both = va * vb
         sa, sb = sa * both, sb * both
-        d = float(_tau_b(sa, both, sy, vy) - _tau_b(sb, both, sy, vy))
+        d = float(_tau(sa, both, sy, vy) - _tau(sb, both, sy, vy))
         k = keep[:, :, None]
-        rep = (_tau_b(sa * k, both * k, sy * k, vy * k)
-               - _tau_b(sb * k, both * k, sy * k, vy * k))
+        rep = (_tau(sa * k, both * k, sy * k, vy * k)
+               - _tau(sb * k, both * k, sy * k, vy * k))
         # a stratum enters only where the difference is defined with every seed left out too
         # (a kind left with few models by the noise floor may lose its last pair), so every
         # jackknife replicate averages the same strata
@@ -546,18 +538,6 @@ def compare_within(table: pd.DataFrame, a: str, b: str, response: str = "accurac
 
 
 # --------------------------------------------------------------------------- granulated τ
-
-
-def _kendall_small(x: np.ndarray, y: np.ndarray) -> float:
-    """τ-b of two short vectors (defined from 2 finite points; NaN when one is constant)."""
-    ok = np.isfinite(x) & np.isfinite(y)
-    x, y = x[ok], y[ok]
-    if len(x) < 2:
-        return math.nan
-    iu, ju = np.triu_indices(len(x), 1)
-    sx, sy = np.sign(x[iu] - x[ju]), np.sign(y[iu] - y[ju])
-    den = math.sqrt(np.count_nonzero(sx) * np.count_nonzero(sy))
-    return float((sx * sy).sum() / den) if den > 0 else math.nan
 
 
 def granulated_taus(sweep: pd.DataFrame, measure: str, response: str = "accuracy_drop", *,
@@ -612,7 +592,8 @@ def granulated_taus(sweep: pd.DataFrame, measure: str, response: str = "accuracy
     require_columns(sweep, [family, axis, setting, measure, response], "sweep")
     rows = []
     for (fam, ax), g in sweep.groupby([family, axis], sort=True):
-        taus = [_kendall_small(s[measure].to_numpy(float), s[response].to_numpy(float))
+        taus = [float(stats.tau_b(*stats.pair_signs(s[measure].to_numpy(float)),
+                                   *stats.pair_signs(s[response].to_numpy(float))))
                 for _, s in g.groupby(setting)]
         taus = [t for t in taus if math.isfinite(t)]
         rows.append({"arch": fam, "axis": ax, "tau": float(np.mean(taus)) if taus else math.nan,
@@ -765,10 +746,11 @@ def measure_study(population: pd.DataFrame, *, reference: str = REFERENCE,
         g = chain[chain["perturbation"] == kind]
         y = _grid(g, response, seeds, archs, cluster="arch", unit="seed")
         x = np.stack([_grid(g, c, seeds, archs, cluster="arch", unit="seed") for c in cols])
-        sx, vx = _pair_signs(x)                        # (M, P, A)
-        sy, vy = _pair_signs(y)                        # (P, A)
-        syp, vyp = _pair_signs(y[perms])               # (B, P, A)
-        tau = _tau_b(sx, vx, sy[None], vy[None])       # (M,)
+        sx, vx = _signs(x)                        # (M, P, A)
+        sy, vy = _signs(y)                        # (P, A)
+        syp, vyp = _signs(y[perms])               # (B, P, A)
+        tau = _tau(sx, vx, sy[None], vy[None])       # (M,)
+        # stats.tau_b for every measure m and permutation b at once
         num = np.einsum("mpa,bpa->bm", sx, syp)
         den = np.sqrt(np.einsum("mpa,bpa->bm", np.abs(sx), vyp)
                       * np.einsum("bpa,mpa->bm", np.abs(syp), vx))

@@ -67,8 +67,8 @@ from scipy import stats as _st
 __all__ = [
     "MIN_SEEDS", "PairedTest", "PermutationResult", "adjusted_coverage", "decide",
     "granulated_tau", "holm", "holm_floor", "kendall_tau", "kendall_with_interval",
-    "minimum_detectable_effect", "paired_power", "paired_t", "partial_kendall",
-    "permutation_kendall", "seeds_to_decide", "t_interval",
+    "minimum_detectable_effect", "pair_signs", "paired_power", "paired_t", "partial_kendall",
+    "permutation_kendall", "seeds_to_decide", "t_interval", "tau_b",
     "within_permutation_kendall",
 ]
 
@@ -423,6 +423,79 @@ def minimum_detectable_effect(sd: float, n: int, *, alpha: float = 0.05,
 # --------------------------------------------------------------------------- rank agreement
 
 
+def pair_signs(values, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
+    """Signs of the pairwise differences along ``axis``, and which pairs are finite: the
+    kernel of every τ-b of the package (:func:`tau_b`).
+
+    Parameters
+    ----------
+    values : array_like of shape (..., n, ...)
+        The values; NaN or ±inf marks a missing one.
+    axis : int, default=-1
+        The axis of the ``n`` units (models) paired.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        ``signs`` and ``valid``, float64, with ``axis`` replaced by the ``n (n - 1) / 2`` pairs
+        ``i < j`` (``numpy.triu_indices`` order): ``sign(v_i - v_j)``, 0 where either is
+        missing, and 1.0 where both are finite (else 0.0).
+
+    Examples
+    --------
+    >>> s, v = pair_signs([1.0, 3.0, np.nan])
+    >>> s.tolist(), v.tolist()
+    ([-1.0, 0.0, 0.0], [1.0, 0.0, 0.0])
+    """
+    v = np.moveaxis(np.asarray(values, dtype=float), axis, -1)
+    iu, ju = np.triu_indices(v.shape[-1], 1)
+    a, b = v[..., iu], v[..., ju]
+    valid = np.isfinite(a) & np.isfinite(b)
+    with np.errstate(invalid="ignore"):
+        signs = np.where(valid, np.sign(a - b), 0.0)
+    return np.moveaxis(signs, -1, axis), np.moveaxis(valid.astype(float), -1, axis)
+
+
+def tau_b(sx: np.ndarray, vx: np.ndarray, sy: np.ndarray, vy: np.ndarray,
+          axis: int | tuple[int, ...] = -1) -> np.ndarray:
+    """Kendall's τ-b from the :func:`pair_signs` of two variables, over the pairs where both
+    are finite, summed over ``axis`` (one axis of pairs, or pairs and blocks: a within-block τ
+    pools the blocks' pairs).
+
+    ``τ_b = Σ sx·sy / sqrt(#(sx ≠ 0) · #(sy ≠ 0))`` over the valid pairs (Kendall 1945; the
+    statistic of ``scipy.stats.kendalltau``'s default ``variant="b"``); NaN where either
+    variable is constant over them.
+
+    Parameters
+    ----------
+    sx, vx, sy, vy : numpy.ndarray, broadcastable
+        Signs and validity of ``x`` and of ``y`` (:func:`pair_signs`).
+    axis : int or tuple of int, default=-1
+        The axes summed.
+
+    Returns
+    -------
+    numpy.ndarray
+        τ-b in [-1, 1] (or NaN), with ``axis`` summed out.
+
+    Examples
+    --------
+    >>> float(tau_b(*pair_signs([1, 2, 3, 4]), *pair_signs([1, 3, 2, 4])))
+    0.6666666666666666
+    >>> float(tau_b(*pair_signs([1, 1, 1]), *pair_signs([1, 2, 3])))
+    nan
+    """
+    num = (sx * sy).sum(axis=axis)
+    den = np.sqrt((np.abs(sx) * vy).sum(axis=axis) * (np.abs(sy) * vx).sum(axis=axis))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def _tau_b_along(x, y, axis: int = -1) -> np.ndarray:
+    """τ-b of ``x`` with ``y`` along ``axis``, vectorised over the other axes."""
+    return tau_b(*pair_signs(x, axis), *pair_signs(y, axis), axis=axis)
+
+
 def kendall_tau(x, y) -> float:
     """Kendall's τ-b of two equally long vectors (NaN for fewer than 3 pairs or a constant one).
 
@@ -643,19 +716,6 @@ def permutation_kendall(x, y, *, n_resamples: int = 9999, seed: int = 0) -> tupl
     return tau, float(res.pvalue)
 
 
-def _tau_b_batch(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    """τ-b of ``x`` with ``y`` along ``axis``, vectorised over the other axes (NaN where one
-    is constant): ``Σ sign(Δx) sign(Δy) / sqrt(#(Δx≠0) #(Δy≠0))`` over pairs, as
-    ``scipy.stats.kendalltau``."""
-    x, y = np.moveaxis(np.asarray(x, float), axis, -1), np.moveaxis(np.asarray(y, float), axis, -1)
-    iu, ju = np.triu_indices(x.shape[-1], 1)
-    sx = np.sign(x[..., iu] - x[..., ju])
-    sy = np.sign(y[..., iu] - y[..., ju])
-    den = np.sqrt(np.count_nonzero(sx, axis=-1) * np.count_nonzero(sy, axis=-1).astype(float))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (sx * sy).sum(axis=-1) / den
-
-
 def _rank_residuals(v: np.ndarray, z: np.ndarray) -> np.ndarray:
     rv, rz = _st.rankdata(v), _st.rankdata(z)
     design = np.c_[np.ones_like(rz), rz]
@@ -724,10 +784,10 @@ def kendall_with_interval(table: pd.DataFrame, x: str, y: str, *, reference: str
     cols_arr = [d[c].to_numpy() for c in cols]
 
     def tau_stat(*v, axis=-1):
-        return _tau_b_batch(v[0], v[1], axis)
+        return _tau_b_along(v[0], v[1], axis)
 
     def diff_stat(*v, axis=-1):
-        return _tau_b_batch(v[0], v[1], axis) - _tau_b_batch(v[2], v[1], axis)
+        return _tau_b_along(v[0], v[1], axis) - _tau_b_along(v[2], v[1], axis)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # degenerate resamples (constant columns) give NaN

@@ -38,7 +38,7 @@ from topolip.experiments.literature_topology import (
     train_mlp,
     trained_model_topology,
 )
-from topolip.experiments.measure import (
+from topolip.experiments.model_measurement import (
     ModelImages,
     ModelMeasurement,
     measure_bounds,

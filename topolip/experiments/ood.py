@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from topolip.experiments.measure import model_images
+from topolip.experiments.model_measurement import model_images
 from topolip.experiments.robustness import softmax_predictions
 from topolip.nets.data import ImageSplit
 from topolip.nets.models import collect_activations
@@ -271,7 +271,7 @@ def measure_ood_trained(model: nn.Module, row: Mapping, *, data: ImageSplit,
         Degrees, ``p``, ``q``, backend and ``n_perm``.
     n_points : int
         Images per point cloud, from the test set and from each OOD set (each by
-        :func:`topolip.experiments.measure.model_images`).
+        :func:`topolip.experiments.model_measurement.model_images`).
     n_resamples : int, default=20
         Image bootstrap resamples of the AUROC.
 

@@ -1,11 +1,11 @@
 """Minimal adversarial radii of a trained model, and the tables ``04_robustness`` makes of them.
 
 :func:`radii_trained` is the per-model task: on the seed's first ``n_images`` test images
-(:func:`topolip.experiments.measure.model_images`, the same images for every architecture of
-a seed, and the first of them those of the attack ladder) it finds each image's minimal L∞
-radius by bisection with APGD-CE + APGD-T and with FGSM
-(:func:`topolip.perturbations.radius.minimal_radius`), and by FAB on the first ``n_check``
-images as the cross-check (:func:`topolip.perturbations.radius.fab_radius`).
+(:func:`topolip.experiments.model_measurement.model_images`, the same images for every architecture
+of a seed, and the first of them those of the attack ladder) it finds each image's minimal L∞ radius
+by bisection with APGD-CE + APGD-T and with FGSM
+(:func:`topolip.perturbations.radius.minimal_radius`), and by FAB on the first ``n_check`` images as
+the cross-check (:func:`topolip.perturbations.radius.fab_radius`).
 :func:`radius_summary`, :func:`radius_check` and :func:`robust_curve` turn the per-image rows
 into ``radius_summary.csv``, ``radius_check.csv`` and ``robust_curve.csv``.
 
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from torch import nn
 
-from topolip.experiments.measure import model_images
+from topolip.experiments.model_measurement import model_images
 from topolip.perturbations.radius import (
     eps_grid_from_radii,
     fab_radius,
@@ -53,7 +53,8 @@ def radii_trained(model: nn.Module, row: Mapping, *, data, n_images: int, eps_ma
     data : topolip.nets.data.ImageSplit
         The data set (its test images, pixels in [0, 1]).
     n_images : int
-        Images per model (the seed's first, :func:`topolip.experiments.measure.model_images`).
+        Images per model (the seed's first,
+        :func:`topolip.experiments.model_measurement.model_images`).
     eps_max : float
         Largest budget searched, pixel units in (0, 1]; an image not broken there is censored.
     steps : int, default=4
@@ -79,7 +80,7 @@ def radii_trained(model: nn.Module, row: Mapping, *, data, n_images: int, eps_ma
     ValueError
         If ``n_check`` exceeds ``n_images`` or is negative; as
         :func:`topolip.perturbations.radius.minimal_radius` and
-        :func:`topolip.experiments.measure.model_images` otherwise.
+        :func:`topolip.experiments.model_measurement.model_images` otherwise.
     """
     if not 0 <= int(n_check) <= int(n_images):
         raise ValueError(f"n_check ({n_check}) must be in 0..n_images ({n_images})")

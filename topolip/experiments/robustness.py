@@ -12,7 +12,7 @@ L∞ budget ``eps`` in the same pixel units, a corruption's strength its severit
 (:data:`topolip.perturbations.corruptions.SEVERITIES`). Accuracies are fractions in [0, 1].
 
 These are the loops of the robustness notebook; the TopoLip measurements themselves are in
-:mod:`topolip.experiments.measure`, and out-of-distribution measurement in
+:mod:`topolip.experiments.model_measurement`, and out-of-distribution measurement in
 :mod:`topolip.experiments.ood`.
 
 References
@@ -34,7 +34,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from topolip.experiments.measure import model_images
+from topolip.experiments.model_measurement import model_images
 from topolip.nets.train import accuracy
 from topolip.perturbations.attacks import PERTURBATIONS, check_strength, perturb, perturb_at
 from topolip.perturbations.corruptions import CORRUPTIONS
@@ -96,7 +96,8 @@ def robustness_curves(
 
     See Also
     --------
-    topolip.experiments.measure.measure_model : TopoLip per layer for the same perturbations.
+    topolip.experiments.model_measurement.measure_model
+        TopoLip per layer for the same perturbations.
 
     Examples
     --------
@@ -289,11 +290,9 @@ def robustness_trained(model: nn.Module, row: Mapping, *, data, attack_eps: Sequ
     """The per-model task of ``04_robustness``: attack ladder, corruption curves, masking runs.
 
     :func:`topolip.tasks.per_model.map_models` calls it on every trained model. The images are the
-    first
-    ``n_images`` of the seed's permutation of the test set
-    (:func:`topolip.experiments.measure.model_images`: the architectures of a seed share them),
-    attacked
-    and corrupted with the model's seed.
+    first ``n_images`` of the seed's permutation of the test set
+    (:func:`topolip.experiments.model_measurement.model_images`: the architectures of a seed share
+    them), attacked and corrupted with the model's seed.
 
     Parameters
     ----------
@@ -333,7 +332,7 @@ def robustness_trained(model: nn.Module, row: Mapping, *, data, attack_eps: Sequ
     ------
     ValueError
         As :func:`attack_ladder`, :func:`robustness_curves` and
-        :func:`topolip.experiments.measure.model_images`; and if ``topolip_eps`` is not on
+        :func:`topolip.experiments.model_measurement.model_images`; and if ``topolip_eps`` is not on
         ``attack_eps`` or ``probe_steps`` is not below ``pgd_steps``.
     """
     if not any(math.isclose(float(topolip_eps), float(e), rel_tol=1e-9, abs_tol=1e-12)

@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from topolip.experiments.measure import measure_model
+from topolip.experiments.model_measurement import measure_model
 from topolip.io import json_plain
 from topolip.nets.data import ImageSplit
 from topolip.nets.train import ModelSpec, TrainConfig, checkpoint_path, spec_for
@@ -179,11 +179,11 @@ def run_sweeps(
         Their labels.
     perturbations : mapping of str to float
         ``{kind: strength}`` (ε in pixel units for attacks, severity 0..5 for corruptions), as
-        in :func:`topolip.experiments.measure.measure_model`.
+        in :func:`topolip.experiments.model_measurement.measure_model`.
     x_floor : torch.Tensor of shape (n_points, C, H, W), optional
         The noise floor's clean batch, disjoint from ``x[:n_points]``
-        (:func:`topolip.experiments.measure.model_images` with ``floor=True``): every row then
-        carries the floor columns and its ``within_noise_floor`` flag, as the main models'
+        (:func:`topolip.experiments.model_measurement.model_images` with ``floor=True``): every row
+        then carries the floor columns and its ``within_noise_floor`` flag, as the main models'
         rows; without it they are NaN / empty.
     spec : TopoLipSpec
         Degrees, Wasserstein order ``p``, ground metric ``q``, backend and greedy subsample
@@ -210,7 +210,7 @@ def run_sweeps(
         (:attr:`SweepPoint.value_numeric`), ``is_base``, ``seed``, ``test_accuracy`` (on
         ``data.x_test``), ``val_accuracy`` (on the validation split, NaN without one),
         ``best_epoch`` (the epoch kept), the columns of
-        :func:`topolip.experiments.measure.measure_model`'s summary
+        :func:`topolip.experiments.model_measurement.measure_model`'s summary
         (``perturbation``, ``strength``, ``n_layers`` = ``L``, model TopoLip raw and
         scale-free, ``accuracy_clean``, ``accuracy_perturbed`` and ``accuracy_drop`` on ``x``,
         the baselines, ``parameters``), ``resumed_from_epoch`` (``config.epochs`` when nothing
@@ -272,8 +272,9 @@ def run_sweeps(
                         measure_kwargs={"x": runner.share(x), "y": runner.share(y),
                                         "x_floor": None if x_floor is None
                                         else runner.share(x_floor),
-                                        "perturbations": dict(perturbations), "dspec": spec,
-                                        "n_points": n_points, "pgd_steps": pgd_steps})
+                                        "perturbations": dict(perturbations),
+                                        "topolip_spec": spec, "n_points": n_points,
+                                        "pgd_steps": pgd_steps})
     done = dict(zip(jobs, outs, strict=True))
     rows = []
     for arch, points in points_of.items():
@@ -299,9 +300,9 @@ def run_sweeps(
 
 
 def _measure_point(model, spec: ModelSpec, config: TrainConfig, *, x, y, x_floor, perturbations,
-                   dspec, n_points, pgd_steps) -> pd.DataFrame:
+                   topolip_spec, n_points, pgd_steps) -> pd.DataFrame:
     """The summary of :func:`measure_model` of one trained sweep model (a task's second half)."""
-    m = measure_model(model, x, y, perturbations, dspec, n_points=n_points, x_floor=x_floor,
-                      seed=config.seed, pgd_steps=pgd_steps,
+    m = measure_model(model, x, y, perturbations, topolip_spec, n_points=n_points,
+                      x_floor=x_floor, seed=config.seed, pgd_steps=pgd_steps,
                       num_classes=spec.params.get("num_classes"))
     return m.summary

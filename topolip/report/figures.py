@@ -180,10 +180,10 @@ def plot_topolip_by_layer(table: pd.DataFrame, *, hue: str = "arch", row: str = 
     Parameters
     ----------
     table : pandas.DataFrame
-        Tidy rows of ``topolip.experiments.measure.measure_model`` (its ``layers``) with columns
-        ``arch``, ``seed``, ``perturbation``, ``strength``, ``depth``, ``layer``, ``topolip``,
-        ``topolip_scale_free``. Lines are means over seeds, bands one standard deviation
-        (drawn only with two seeds or more).
+        Tidy rows of ``topolip.experiments.model_measurement.measure_model`` (its ``layers``) with
+        columns ``arch``, ``seed``, ``perturbation``, ``strength``, ``depth``, ``layer``,
+        ``topolip``, ``topolip_scale_free``. Lines are means over seeds, bands one standard
+        deviation (drawn only with two seeds or more).
     hue : str, default="arch"
         Column whose values get one line (and colour) each.
     row : str, default="perturbation"

@@ -1,4 +1,4 @@
-"""The TopoLip engine of issue 13: one distance matrix per cloud, the same numbers as before.
+"""The TopoLip engine: one distance matrix per cloud, the same numbers as the stored ones.
 
 The numbers are held by the expected outputs under ``tests/expect/`` (computed once from the
 engine, compared here through the public functions; see ``tests/expect/regenerate.py`` for the
