@@ -15,6 +15,7 @@ from topolip.experiments.model_measurement import (
 from topolip.experiments.ood import (
     measure_ood,
     ood_behaviour,
+    ood_scores,
 )
 from topolip.experiments.robustness import robustness_curves
 from topolip.perturbations.ood_sets import load_ood_batches
@@ -238,7 +239,8 @@ def test_figures_draw_from_tables_and_are_byte_stable(tiny_resnet, mnist_600):
         topo2.append(m.layers.assign(arch="resnet", seed=seed))
         summary2.append(m.summary.assign(arch="resnet", seed=seed))
     curves, topo, summary = pd.concat(curves2), pd.concat(topo2), pd.concat(summary2)
-    ood = ood_behaviour(tiny_resnet, x, y, load_ood_batches(["digits"], mnist_600, n=20)).assign(
+    ood = ood_behaviour(ood_scores(tiny_resnet, x, y, load_ood_batches(["digits"], mnist_600,
+                                                                         n=20))).assign(
         arch="resnet", seed=0)
     sweep = pd.DataFrame({"arch": ["vit"] * 3, "parameter": ["num_layers"] * 3,
                           "value": ["1", "2", "4"], "value_numeric": [1.0, 2.0, 4.0],

@@ -17,8 +17,9 @@ from topolip.experiments.ood import (
     measure_ood_trained,
     ood_auroc_resamples,
     ood_behaviour,
+    ood_scores,
 )
-from topolip.experiments.robustness import max_softmax
+from topolip.experiments.robustness import softmax_predictions
 from topolip.nets.data import ImageSplit, load_mnist
 from topolip.nets.models import collect_activations
 from topolip.nets.train import accuracy
@@ -102,40 +103,46 @@ def test_bad_arguments_raise(kwargs, match):
 
 # --- OOD behaviour and TopoLip under shift -----------------------------------------------------
 
-def test_max_softmax_matches_softmax_and_bounds(tiny_resnet, mnist_600):
-    conf = max_softmax(tiny_resnet, mnist_600.x_test, batch_size=7)
+def test_softmax_confidence_matches_softmax_and_bounds(tiny_resnet, mnist_600):
+    conf = softmax_predictions(tiny_resnet, mnist_600.x_test, batch_size=7)[0]
     with torch.no_grad():
         ref = torch.softmax(tiny_resnet(mnist_600.x_test), 1).amax(1).double().numpy()
     np.testing.assert_allclose(conf, ref, rtol=1e-5)
     assert conf.shape == (len(mnist_600.x_test),) and conf.min() >= 0.1 - 1e-9 and conf.max() <= 1
     with pytest.raises(ValueError, match="non-empty"):
-        max_softmax(tiny_resnet, mnist_600.x_test[:0])
+        softmax_predictions(tiny_resnet, mnist_600.x_test[:0])
 
 
 def test_ood_behaviour_auroc_is_the_pairwise_probability(tiny_resnet, mnist_600):
     ood = load_ood_batches(["digits", "photo_patches"], mnist_600, n=50, seed=0)
-    t = ood_behaviour(tiny_resnet, mnist_600.x_test, mnist_600.y_test, ood)
+    t = ood_behaviour(ood_scores(tiny_resnet, mnist_600.x_test, mnist_600.y_test, ood))
     assert t["dataset"].tolist() == ["in_distribution", "digits", "photo_patches"]
     assert t["accuracy"].iloc[0] == accuracy(tiny_resnet, mnist_600.x_test, mnist_600.y_test)
     assert math.isnan(t["auroc"].iloc[0]) and math.isnan(t["accuracy"].iloc[2])
     assert t["accuracy"].iloc[1] == accuracy(tiny_resnet, *ood["digits"])
-    c_in = max_softmax(tiny_resnet, mnist_600.x_test)
+    c_in = softmax_predictions(tiny_resnet, mnist_600.x_test)[0]
     for i, name in ((1, "digits"), (2, "photo_patches")):
-        c_out = max_softmax(tiny_resnet, ood[name][0])
+        c_out = softmax_predictions(tiny_resnet, ood[name][0])[0]
         diff = c_in[:, None] - c_out[None, :]
         brute = ((diff > 0).sum() + 0.5 * (diff == 0).sum()) / diff.size  # Mann-Whitney
         assert t["auroc"].iloc[i] == pytest.approx(brute, abs=1e-12)
         assert t["mean_confidence"].iloc[i] == pytest.approx(c_out.mean())
     with pytest.raises(ValueError, match="at least one"):
-        ood_behaviour(tiny_resnet, mnist_600.x_test, mnist_600.y_test, {})
+        ood_scores(tiny_resnet, mnist_600.x_test, mnist_600.y_test, {})
     with pytest.raises(ValueError, match="5 images but 4 labels"):
-        ood_behaviour(tiny_resnet, mnist_600.x_test, mnist_600.y_test,
-                      {"bad": (mnist_600.x_test[:5], mnist_600.y_test[:4])})
+        ood_scores(tiny_resnet, mnist_600.x_test, mnist_600.y_test,
+                   {"bad": (mnist_600.x_test[:5], mnist_600.y_test[:4])})
+    with pytest.raises(ValueError, match="'in_distribution' set and at least one OOD set"):
+        ood_behaviour({"digits": (np.ones(2), np.zeros(2), np.zeros(2))})
+    with pytest.raises(ValueError, match="n_resamples must be a positive int, got 0"):
+        ood_auroc_resamples(ood_scores(tiny_resnet, mnist_600.x_test[:5], None, ood),
+                            n_resamples=0)
 
 
 def test_measure_ood_trained_forwards_each_set_once_with_the_public_results(tiny_resnet, mnist_600):
     """The per-model task of 06 shares one forward pass per set between the behaviour table and
-    the AUROC resamples: same tables as the two public functions, a third of their passes."""
+    the AUROC resamples: the same tables as the public functions (which share one scoring pass
+    too)."""
     ood = load_ood_batches(["digits", "photo_patches"], mnist_600, n=50, seed=0)
     seen = []
     hook = tiny_resnet.register_forward_pre_hook(lambda _m, args: seen.append(len(args[0])))
@@ -144,8 +151,9 @@ def test_measure_ood_trained_forwards_each_set_once_with_the_public_results(tiny
                                                       ood=ood, n_points=20, n_resamples=3)
         n_task = sum(seen)
         seen.clear()
-        ref_b = ood_behaviour(tiny_resnet, mnist_600.x_test, mnist_600.y_test, ood)
-        ref_a = ood_auroc_resamples(tiny_resnet, mnist_600.x_test, ood, n_resamples=3, seed=1)
+        scores = ood_scores(tiny_resnet, mnist_600.x_test, mnist_600.y_test, ood)
+        ref_b = ood_behaviour(scores)
+        ref_a = ood_auroc_resamples(scores, n_resamples=3, seed=1)
         n_public = sum(seen)
     finally:
         hook.remove()
@@ -157,7 +165,7 @@ def test_measure_ood_trained_forwards_each_set_once_with_the_public_results(tiny
     n_sets = len(mnist_600.x_test) + 50 + 50
     # one pass per set, plus the TopoLip clouds (20 clean + 20 per OOD set) for the per-layer
     # table
-    assert n_public == 2 * n_sets and n_task == n_sets + 3 * 20
+    assert n_public == n_sets and n_task == n_sets + 3 * 20
 
 
 def test_ood_batches_drop_digit_labels_for_other_data():

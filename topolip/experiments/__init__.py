@@ -54,6 +54,7 @@ from topolip.experiments.ood import (
     measure_ood_trained,
     ood_auroc_resamples,
     ood_behaviour,
+    ood_scores,
 )
 from topolip.experiments.radii import (
     RADIUS_METHODS,
@@ -64,7 +65,6 @@ from topolip.experiments.radii import (
 )
 from topolip.experiments.robustness import (
     attack_ladder,
-    max_softmax,
     robustness_curves,
     robustness_trained,
     softmax_predictions,
@@ -101,7 +101,6 @@ __all__ = [
     "local_lipschitz",
     "logit_margin",
     "margin_from_logits",
-    "max_softmax",
     "measure_bounds",
     "measure_bounds_trained",
     "measure_model",
@@ -113,6 +112,7 @@ __all__ = [
     "model_summaries",
     "ood_auroc_resamples",
     "ood_behaviour",
+    "ood_scores",
     "ood_lifetime_rows",
     "paired_displacement",
     "radii_trained",

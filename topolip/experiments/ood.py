@@ -1,9 +1,9 @@
 """Out-of-distribution measurement of a trained classifier.
 
-:func:`ood_behaviour` and :func:`ood_auroc_resamples`: what the classifier does on the sets of
-:mod:`topolip.perturbations.ood_sets` (max-softmax confidence, accuracy, AUROC of in- against
-out-of-distribution); :func:`measure_ood`: its per-layer and end-to-end TopoLip between a clean
-batch and each set (unpaired clouds).
+:func:`ood_scores`, :func:`ood_behaviour` and :func:`ood_auroc_resamples`: what the classifier does
+on the sets of :mod:`topolip.perturbations.ood_sets` (max-softmax confidence, accuracy, AUROC of in-
+against out-of-distribution); :func:`measure_ood`: its per-layer and end-to-end TopoLip between a
+clean batch and each set (unpaired clouds).
 """
 
 from __future__ import annotations
@@ -23,12 +23,15 @@ from topolip.nets.models import collect_activations
 from topolip.topology.metric import layer_diagrams, topolip_table
 from topolip.topology.spec import TopoLipSpec
 
-__all__ = ["measure_ood", "measure_ood_trained", "ood_auroc_resamples", "ood_behaviour"]
+__all__ = ["measure_ood", "measure_ood_trained", "ood_auroc_resamples", "ood_behaviour",
+           "ood_scores"]
 
 
-def ood_behaviour(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
-                  ood: Mapping[str, tuple[torch.Tensor, torch.Tensor]]) -> pd.DataFrame:
-    """What the model does on out-of-distribution data: confidence, accuracy, separability.
+def ood_scores(model: nn.Module, x: torch.Tensor, y: torch.Tensor | None,
+               ood: Mapping[str, tuple[torch.Tensor, torch.Tensor]]) -> dict[str, tuple]:
+    """Max-softmax confidence, prediction and label of every image of the in-distribution test
+    set and of each OOD set: one forward pass per set, which :func:`ood_behaviour` and
+    :func:`ood_auroc_resamples` share.
 
     Parameters
     ----------
@@ -36,23 +39,18 @@ def ood_behaviour(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
         A trained classifier from images in [0, 1] to logits ``(N, K)``.
     x : torch.Tensor of shape (N, C, H, W)
         In-distribution test images, pixels in [0, 1].
-    y : torch.Tensor of shape (N,)
-        Their labels.
+    y : torch.Tensor of shape (N,), optional
+        Their labels (``None``: unlabelled, -1).
     ood : mapping of str to (images, labels)
         Out-of-distribution batches as from :func:`load_ood_batches`; label -1 means "no class
         of the model" and such images count in no accuracy.
 
     Returns
     -------
-    pandas.DataFrame
-        One row for ``"in_distribution"``, then one per set: ``dataset``, ``n``,
-        ``mean_confidence`` and ``median_confidence`` (max-softmax,
-        :func:`topolip.experiments.robustness.max_softmax`), ``accuracy`` (over images with a label
-        >= 0;
-        NaN when none has one), and ``auroc``: the area under the ROC curve of max-softmax
-        confidence separating in-distribution (positive) from this set's images, i.e. the
-        probability that a random in-distribution image gets a higher confidence than a random
-        OOD one (0.5: no separation; NaN for the first row).
+    dict
+        ``{set: (confidence, prediction, labels)}`` (numpy arrays of shape ``(n,)``),
+        ``"in_distribution"`` first, then the OOD sets in order; the confidence is the
+        max-softmax of :func:`topolip.experiments.robustness.softmax_predictions`.
 
     Raises
     ------
@@ -61,68 +59,11 @@ def ood_behaviour(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
 
     Examples
     --------
-    >>> _ = torch.manual_seed(0)
-    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
-    >>> x, y = torch.rand(6, 1, 2, 2), torch.arange(6) % 3
-    >>> t = ood_behaviour(model, x, y, {"same": (x, y), "unlabelled": (x, torch.full((6,), -1))})
-    >>> t["auroc"].tolist()[1:], bool(t["accuracy"].isna().tolist() == [False, False, True])
-    ([0.5, 0.5], True)
-    """
-    return _behaviour(_scores(model, x, y, ood))
-
-
-def ood_auroc_resamples(model: nn.Module, x: torch.Tensor,
-                        ood: Mapping[str, tuple[torch.Tensor, torch.Tensor]], *,
-                        n_resamples: int = 20, seed: int = 0) -> pd.DataFrame:
-    """AUROC of :func:`ood_behaviour` on bootstrap resamples of the images of both sets.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        A trained classifier from images in [0, 1] to logits ``(N, K)``.
-    x : torch.Tensor of shape (N, C, H, W)
-        In-distribution test images, pixels in [0, 1].
-    ood : mapping of str to (images, labels)
-        As for :func:`ood_behaviour`.
-    n_resamples : int, default=20
-        Bootstrap resamples ``B``.
-    seed : int, default=0
-        Seed of the resampled indices (the same seed draws the same images for every model:
-        paired comparisons).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per set and resample: ``dataset``, ``resample``, ``auroc``.
-
-    Raises
-    ------
-    ValueError
-        If ``ood`` is empty or ``n_resamples`` is not a positive int.
-
-    Examples
-    --------
-    >>> _ = torch.manual_seed(0)
     >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
     >>> x = torch.rand(6, 1, 2, 2)
-    >>> same = {"same": (x, torch.arange(6))}
-    >>> ood_auroc_resamples(model, x, same, n_resamples=2)["dataset"].tolist()
-    ['same', 'same']
+    >>> list(ood_scores(model, x, None, {"same": (x, torch.arange(6) % 3)}))
+    ['in_distribution', 'same']
     """
-    _check_resamples(n_resamples)
-    return _auroc_resamples(_scores(model, x, None, ood), n_resamples, seed)
-
-
-def _check_resamples(n_resamples) -> None:
-    if not (isinstance(n_resamples, int) and n_resamples >= 1):
-        raise ValueError(f"n_resamples must be a positive int, got {n_resamples!r}")
-
-
-def _scores(model: nn.Module, x: torch.Tensor, y: torch.Tensor | None,
-            ood: Mapping[str, tuple[torch.Tensor, torch.Tensor]]) -> dict:
-    """``{set: (confidence, prediction, labels)}``, the in-distribution set first: one forward
-    pass per batch (:func:`topolip.experiments.robustness.softmax_predictions`), shared by
-    :func:`_behaviour` and :func:`_auroc_resamples` (``y=None``: unlabelled, -1)."""
     if y is None:
         y = torch.full((len(x),), -1)
     if not ood:
@@ -137,10 +78,43 @@ def _scores(model: nn.Module, x: torch.Tensor, y: torch.Tensor | None,
     return out
 
 
-def _behaviour(scores: Mapping) -> pd.DataFrame:
-    """The table of :func:`ood_behaviour` from :func:`_scores`."""
+def ood_behaviour(scores: Mapping[str, tuple]) -> pd.DataFrame:
+    """What the model does on out-of-distribution data: confidence, accuracy, separability.
+
+    Parameters
+    ----------
+    scores : mapping
+        :func:`ood_scores` of the model on its test set and the OOD sets.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row for ``"in_distribution"``, then one per set: ``dataset``, ``n``,
+        ``mean_confidence`` and ``median_confidence`` (max-softmax, Hendrycks and Gimpel 2017),
+        ``accuracy`` (over images with a label >= 0; NaN when none has one), and ``auroc``: the
+        area under the ROC curve of max-softmax confidence separating in-distribution
+        (positive) from this set's images, i.e. the probability that a random in-distribution
+        image gets a higher confidence than a random OOD one (0.5: no separation; NaN for the
+        first row).
+
+    Raises
+    ------
+    ValueError
+        If ``scores`` lacks the ``"in_distribution"`` set or any OOD set.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
+    >>> x, y = torch.rand(6, 1, 2, 2), torch.arange(6) % 3
+    >>> scores = ood_scores(model, x, y, {"same": (x, y), "unlabelled": (x, torch.full((6,), -1))})
+    >>> t = ood_behaviour(scores)
+    >>> t["auroc"].tolist()[1:], bool(t["accuracy"].isna().tolist() == [False, False, True])
+    ([0.5, 0.5], True)
+    """
     from sklearn.metrics import roc_auc_score
 
+    _check_scores(scores)
     conf_in = scores["in_distribution"][0]
     rows = []
     for name, (conf, pred, y) in scores.items():
@@ -156,10 +130,45 @@ def _behaviour(scores: Mapping) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _auroc_resamples(scores: Mapping, n_resamples: int, seed: int) -> pd.DataFrame:
-    """The table of :func:`ood_auroc_resamples` from :func:`_scores`."""
+def ood_auroc_resamples(scores: Mapping[str, tuple], *, n_resamples: int = 20,
+                        seed: int = 0) -> pd.DataFrame:
+    """AUROC of :func:`ood_behaviour` on bootstrap resamples of the images of both sets.
+
+    Parameters
+    ----------
+    scores : mapping
+        :func:`ood_scores` of the model on its test set and the OOD sets.
+    n_resamples : int, default=20
+        Bootstrap resamples ``B``.
+    seed : int, default=0
+        Seed of the resampled indices (the same seed draws the same images for every model:
+        paired comparisons).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per OOD set and resample: ``dataset``, ``resample``, ``auroc``.
+
+    Raises
+    ------
+    ValueError
+        If ``scores`` lacks a set or ``n_resamples`` is not a positive int.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
+    >>> x = torch.rand(6, 1, 2, 2)
+    >>> scores = ood_scores(model, x, None, {"same": (x, torch.arange(6))})
+    >>> ood_auroc_resamples(scores, n_resamples=2)["dataset"].tolist()
+    ['same', 'same']
+    """
     from sklearn.metrics import roc_auc_score
 
+    if not (isinstance(n_resamples, int) and not isinstance(n_resamples, bool)
+            and n_resamples >= 1):
+        raise ValueError(f"n_resamples must be a positive int, got {n_resamples!r}")
+    _check_scores(scores)
     conf_in = scores["in_distribution"][0]
     rng = np.random.default_rng(seed)
     rows = []
@@ -173,6 +182,12 @@ def _auroc_resamples(scores: Mapping, n_resamples: int, seed: int) -> pd.DataFra
             rows.append({"dataset": name, "resample": b,
                          "auroc": float(roc_auc_score(truth, np.r_[a, o]))})
     return pd.DataFrame(rows)
+
+
+def _check_scores(scores: Mapping) -> None:
+    if "in_distribution" not in scores or len(scores) < 2:
+        raise ValueError("scores must hold the 'in_distribution' set and at least one OOD set "
+                         f"(from ood_scores), got {list(scores)}")
 
 
 def measure_ood(
@@ -252,10 +267,10 @@ def measure_ood_trained(model: nn.Module, row: Mapping, *, data: ImageSplit,
     The per-model task of ``06_ood`` (:func:`topolip.tasks.per_model.map_models` calls it): TopoLip
     between the seed's first ``n_points`` test images and ``n_points`` images of each OOD set
     (:func:`measure_ood`; the seed's own images, so its value holds their variance), and the
-    confidence behaviour on the whole test set and OOD batches (:func:`ood_behaviour`), with
-    bootstrap resamples of those images for the AUROC (:func:`ood_auroc_resamples`: every seed
-    sees the same images there, so the seeds' spread does not hold their variance; no
-    diagram is computed on a resample).
+    confidence behaviour on the whole test set and OOD batches (:func:`ood_scores`, one forward pass
+    per set, read by :func:`ood_behaviour`), with bootstrap resamples of those images for the AUROC
+    (:func:`ood_auroc_resamples`: every seed sees the same images there, so the seeds' spread does
+    not hold their variance; no diagram is computed on a resample).
 
     Parameters
     ----------
@@ -291,9 +306,8 @@ def measure_ood_trained(model: nn.Module, row: Mapping, *, data: ImageSplit,
     ood_x = {name: model_images(xo, yo, seed, n_points=n_points).cloud
              for name, (xo, yo) in ood.items()}
     table = measure_ood(model, x, ood_x, spec)
-    _check_resamples(n_resamples)
-    scores = _scores(model, data.x_test, data.y_test, ood)  # one forward pass per set
-    behaviour = _behaviour(scores)
-    auroc = _auroc_resamples(scores, n_resamples, seed)
+    scores = ood_scores(model, data.x_test, data.y_test, ood)  # one forward pass per set
+    behaviour = ood_behaviour(scores)
+    auroc = ood_auroc_resamples(scores, n_resamples=n_resamples, seed=seed)
     auroc = auroc.rename(columns={"dataset": "group", "auroc": "value"}).assign(measure="auroc")
     return table, behaviour, auroc[["group", "measure", "resample", "value"]]

@@ -41,7 +41,7 @@ from topolip.perturbations.corruptions import CORRUPTIONS
 from topolip.tensors import check_images, eval_mode
 
 __all__ = [
-    "attack_ladder", "max_softmax", "robustness_curves", "robustness_trained",
+    "attack_ladder", "robustness_curves", "robustness_trained",
     "softmax_predictions",
 ]
 
@@ -356,41 +356,6 @@ def robustness_trained(model: nn.Module, row: Mapping, *, data, attack_eps: Sequ
     return pd.concat([ladder, curves], ignore_index=True), probes
 
 
-def max_softmax(model: nn.Module, x: torch.Tensor, *, batch_size: int = 512) -> np.ndarray:
-    """Max-softmax confidence of ``model`` on each image of ``x`` (Hendrycks and Gimpel 2017).
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        A classifier from images in [0, 1] to logits ``(N, K)``; run in eval mode on its
-        device, its previous mode restored.
-    x : torch.Tensor of shape (N, C, H, W)
-        Images, pixels in [0, 1].
-    batch_size : int, default=512
-        Samples per forward pass (memory only).
-
-    Returns
-    -------
-    ndarray of shape (N,), float64
-        ``max_k softmax(f(x))_k``, in [1/K, 1].
-
-    Raises
-    ------
-    ValueError
-        If ``x`` is not a non-empty (N, C, H, W) tensor or holds NaN/inf.
-
-    Examples
-    --------
-    >>> import math
-    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 2))
-    >>> with torch.no_grad():
-    ...     _ = model[1].weight.zero_(); _ = model[1].bias.copy_(torch.tensor([0.0, math.log(3)]))
-    >>> max_softmax(model, torch.rand(3, 1, 2, 2)).round(6).tolist()
-    [0.75, 0.75, 0.75]
-    """
-    return softmax_predictions(model, x, batch_size=batch_size)[0]
-
-
 @torch.no_grad()
 def softmax_predictions(model: nn.Module, x: torch.Tensor, *,
                         batch_size: int = 512) -> tuple[np.ndarray, np.ndarray]:
@@ -409,7 +374,8 @@ def softmax_predictions(model: nn.Module, x: torch.Tensor, *,
     Returns
     -------
     (ndarray of shape (N,), ndarray of shape (N,))
-        :func:`max_softmax` (float64) and ``argmax_k f(x)_k`` (int64), the class
+        ``max_k softmax(f(x))_k`` in [1/K, 1] (float64; the max-softmax confidence of
+        Hendrycks and Gimpel 2017) and ``argmax_k f(x)_k`` (int64), the class
         :func:`topolip.nets.train.accuracy` counts.
 
     Raises
