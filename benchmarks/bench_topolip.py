@@ -40,11 +40,17 @@ import time
 
 import numpy as np
 
-from topolip import topology as dg
 from topolip.topology.metric import layer_diagrams, topolip_table
+from topolip.topology.points import pairwise_distances
+from topolip.topology.rips import (
+    PARALLEL_MIN_POINTS,
+    default_jobs,
+    rips_diagrams,
+    rips_diagrams_many,
+)
 from topolip.topology.spec import TopoLipSpec
 
-PARALLEL_POINTS = dg.PARALLEL_MIN_POINTS
+PARALLEL_POINTS = PARALLEL_MIN_POINTS
 
 QUICK = {
     "vit": {"patch_size": 7, "num_layers": 4, "num_heads": 4, "hidden_dim": 64, "mlp_dim": 128},
@@ -57,7 +63,7 @@ def apart_topolip(clean, perts, spec):
     :func:`topolip.topology.metric.topolip_table`, whose perturbed diagrams and clean scale each
     compute
     their own distance matrix."""
-    dgms = {label: dg.rips_diagrams(a, spec.degrees, backend=spec.backend)
+    dgms = {label: rips_diagrams(a, spec.degrees, backend=spec.backend)
             for label, a in clean.items()}
     return dgms, [topolip_table(clean, pert, spec, clean_diagrams=dgms, n_jobs=1)
                   for pert in perts]
@@ -65,11 +71,11 @@ def apart_topolip(clean, perts, spec):
 
 def new_topolip(clean, perts, spec, n_jobs=1):  # spec.backend picks the persistence backend
     """The engine as :func:`topolip.experiments.model_measurement.measure_model` runs it."""
-    clean_d = {label: dg.pairwise_distances(a) for label, a in clean.items()}
+    clean_d = {label: pairwise_distances(a) for label, a in clean.items()}
     dgms = layer_diagrams(clean, spec, distances=clean_d, n_jobs=n_jobs)
     tables = []
     for pert in perts:
-        pert_d = {label: dg.pairwise_distances(a) for label, a in pert.items()}
+        pert_d = {label: pairwise_distances(a) for label, a in pert.items()}
         tables.append(topolip_table(clean, pert, spec, clean_diagrams=dgms,
                                     clean_distances=clean_d, perturbed_distances=pert_d,
                                     n_jobs=n_jobs))
@@ -79,13 +85,14 @@ def new_topolip(clean, perts, spec, n_jobs=1):  # spec.backend picks the persist
 def gemm_only(clean, perts):
     for cloud in (clean, *perts):
         for a in cloud.values():
-            dg.pairwise_distances(a)
+            pairwise_distances(a)
 
 
 def clouds(arch: str, n: int, seed: int = 0):
     import torch
 
-    from topolip.nets.models import build_model, collect_activations
+    from topolip.nets.models import build_model
+    from topolip.nets.models.probes import collect_activations
 
     torch.manual_seed(seed)
     model = build_model(arch, **QUICK[arch]).eval()
@@ -130,11 +137,11 @@ def main() -> None:
                              "only: new·N is then not timed)")
     args = parser.parse_args()
     clock = time.process_time if args.cpu else time.perf_counter
-    jobs = args.jobs or dg.default_jobs(64)
+    jobs = args.jobs or default_jobs(64)
     spec = TopoLipSpec()
     x = np.random.default_rng(0).normal(size=(PARALLEL_POINTS, 4))
     t0 = time.perf_counter()
-    dg.rips_diagrams_many([x] * jobs, n_jobs=jobs)  # start the worker processes
+    rips_diagrams_many([x] * jobs, n_jobs=jobs)  # start the worker processes
     print(f"clock: {'process CPU time' if args.cpu else 'wall time'}, median of {args.reps} "
           f"interleaved repetitions; 3 clouds per probe point (clean + 2 perturbations); "
           f"new·N with N={jobs} worker processes (started once in {time.perf_counter() - t0:.2f} "

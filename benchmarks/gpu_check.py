@@ -24,7 +24,8 @@ from pathlib import Path
 import torch
 import yaml
 
-from topolip.nets.data import ImageSplit, load_mnist
+from topolip.nets.data.mnist import load_mnist
+from topolip.nets.data.split import ImageSplit
 from topolip.nets.train import TrainConfig, fit, spec_for
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,7 +5,7 @@ untrained weights: the costs depend on the sizes, not on what was learned) this 
 ``n_points`` random images and their Gaussian-noise perturbation (severity 3):
 
 - **forward**: one pass of the clean and of the perturbed images collecting every probe point's
-  activations (:func:`topolip.nets.models.forward_probes`), on the chosen device;
+  activations (:func:`topolip.nets.models.probes.forward_probes`), on the chosen device;
 - **distance matrices**: one per cloud (:func:`topolip.topology.points.pairwise_distances`, CPU,
 float64);
 - **clean diagrams**: the Rips diagrams of every clean cloud (ripser on the CPU, in
@@ -35,12 +35,13 @@ import numpy as np
 import torch
 import yaml
 
-from topolip import topology as dg
-from topolip.nets.data import ImageSplit
-from topolip.nets.models import forward_probes
+from topolip.nets.data.split import ImageSplit
+from topolip.nets.models.probes import forward_probes
 from topolip.nets.train import spec_for
 from topolip.perturbations.attacks import perturb_at
 from topolip.topology.metric import layer_diagrams, topolip_table
+from topolip.topology.points import pairwise_distances
+from topolip.topology.rips import PARALLEL_MIN_POINTS, default_jobs, rips_diagrams_many
 from topolip.topology.spec import TopoLipSpec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,8 +70,8 @@ def time_model(arch: str, sizes: dict, n_points: int, spec: TopoLipSpec,
     pert, _ = forward_probes(model, x_pert, device=device)
     _sync(device)
     t1 = time.perf_counter()
-    clean_d = {k: dg.pairwise_distances(a) for k, a in clean.items()}
-    pert_d = {k: dg.pairwise_distances(a) for k, a in pert.items()}
+    clean_d = {k: pairwise_distances(a) for k, a in clean.items()}
+    pert_d = {k: pairwise_distances(a) for k, a in pert.items()}
     t2 = time.perf_counter()
     dgms = layer_diagrams(clean, spec, distances=clean_d)
     t3 = time.perf_counter()
@@ -79,7 +80,7 @@ def time_model(arch: str, sizes: dict, n_points: int, spec: TopoLipSpec,
     t4 = time.perf_counter()
     return {"part": "paper-topolip", "arch": arch, "device": str(device), "n_points": n_points,
             "probe_points": len(clean), "widest_cloud": max(a.shape[1] for a in clean.values()),
-            "ripser_jobs": dg.default_jobs(len(clean)),
+            "ripser_jobs": default_jobs(len(clean)),
             "forward_s": round(t1 - t0, 3), "distance_matrices_s": round(t2 - t1, 3),
             "clean_diagrams_s": round(t3 - t2, 3), "table_s": round(t4 - t3, 3),
             "cpu_share": round((t4 - t1) / (t4 - t0), 3)}
@@ -93,9 +94,9 @@ def run(device: str, archs: list[str] | None, n_points: int | None) -> list[dict
                       "cpus": len(os.sched_getaffinity(0)),
                       "torch_threads": torch.get_num_threads(), "weights": "untrained"}),
           flush=True)
-    jobs = dg.default_jobs(64)
-    warm = np.random.default_rng(0).normal(size=(dg.PARALLEL_MIN_POINTS, 4))
-    dg.rips_diagrams_many([warm] * jobs, n_jobs=jobs)  # start ripser's worker processes
+    jobs = default_jobs(64)
+    warm = np.random.default_rng(0).normal(size=(PARALLEL_MIN_POINTS, 4))
+    rips_diagrams_many([warm] * jobs, n_jobs=jobs)  # start ripser's worker processes
     rows = []
     for arch in archs or paper["archs"]:
         row = time_model(arch, paper[arch], n_points or paper["n_points"], spec, device)

@@ -25,7 +25,7 @@ import torch
 
 from topolip.nets.data import load_dataset
 from topolip.nets.train import TrainConfig, spec_for
-from topolip.pipeline import load_params
+from topolip.pipeline.params import load_params
 from topolip.roster import arch_names
 from topolip.tasks.cluster import TaskRunner, local_cluster
 from topolip.tasks.per_model import train_models

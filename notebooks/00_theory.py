@@ -49,8 +49,10 @@ from pathlib import Path
 
 import torch
 
-from topolip.bounds import attention_scaling, bound_check, conv_scaling, random_layers
-from topolip.pipeline import notebook_parameters, publish_registered, write_table
+from topolip.bounds.theory import attention_scaling, bound_check, conv_scaling, random_layers
+from topolip.pipeline.figure_registry import publish_registered
+from topolip.pipeline.params import notebook_parameters
+from topolip.pipeline.provenance import write_table
 from topolip.report.findings import theory_findings
 from topolip.report.format import glue_all, show_parameters, show_table
 
@@ -238,7 +240,7 @@ show_parameters(params)
 #
 # (We did not have the paper's text at hand: this is the theorem as we read it, the query
 # weight entering squared through $A_h$ as scaling $W^Q\to\alpha W^Q$ requires; the check below
-# tests it numerically.) `topolip.bounds.L2SelfAttention` implements this layer so the bound has
+# tests it numerically.) `topolip.bounds.attention.L2SelfAttention` implements this layer so the bound has
 # something to apply to.
 
 # %% [markdown]

@@ -60,7 +60,9 @@ from topolip.evidence.claims import FAMILY_PAIRS
 from topolip.nets.data import load_dataset
 from topolip.nets.models.capacity import MATCH_TOLERANCE, capacity_table, flops_per_image
 from topolip.nets.train import TrainConfig, configure_threads, default_device, spec_for
-from topolip.pipeline import notebook_parameters, publish_registered, write_table
+from topolip.pipeline.figure_registry import publish_registered
+from topolip.pipeline.params import notebook_parameters
+from topolip.pipeline.provenance import write_table
 from topolip.report.findings import train_findings
 from topolip.report.format import glue_all, show_parameters, show_table
 from topolip.schema import frame

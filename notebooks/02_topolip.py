@@ -61,7 +61,9 @@ from pathlib import Path
 
 from topolip.experiments.model_measurement import measure_trained
 from topolip.nets.data import load_dataset
-from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
+from topolip.pipeline.figure_registry import publish_registered
+from topolip.pipeline.params import notebook_parameters
+from topolip.pipeline.provenance import read_table, write_table
 from topolip.report.findings import topolip_findings
 from topolip.report.format import ARCH_LABELS, glue_all, kind_label, show_parameters, show_table
 from topolip.tasks.cluster import TaskRunner

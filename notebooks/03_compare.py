@@ -28,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from topolip.pipeline import publish_registered, read_table
+from topolip.pipeline.figure_registry import publish_registered
+from topolip.pipeline.provenance import read_table
 from topolip.report.findings import compare_findings
 from topolip.report.format import glue_all, kind_label, show_parameters, show_table
 

@@ -77,7 +77,9 @@ from topolip.evidence.masking import MASKING_CHECKS, ladder_table, masking_check
 from topolip.experiments.radii import radii_trained, radius_check, radius_summary, robust_curve
 from topolip.experiments.robustness import robustness_trained
 from topolip.nets.data import load_dataset
-from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
+from topolip.pipeline.figure_registry import publish_registered
+from topolip.pipeline.params import notebook_parameters
+from topolip.pipeline.provenance import read_table, write_table
 from topolip.report.findings import radius_findings, robustness_findings
 from topolip.report.format import (
     glue_all,

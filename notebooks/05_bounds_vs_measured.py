@@ -55,7 +55,9 @@ from pathlib import Path
 from topolip.evidence.bound_tables import bound_looseness
 from topolip.experiments.model_measurement import measure_bounds_trained
 from topolip.nets.data import load_dataset
-from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
+from topolip.pipeline.figure_registry import publish_registered
+from topolip.pipeline.params import notebook_parameters
+from topolip.pipeline.provenance import read_table, write_table
 from topolip.report.findings import bounds_findings
 from topolip.report.format import glue_all, show_parameters, show_table
 from topolip.tasks.cluster import TaskRunner

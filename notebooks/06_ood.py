@@ -55,7 +55,9 @@ from topolip.experiments.model_measurement import model_summaries
 from topolip.experiments.ood import measure_ood_trained
 from topolip.nets.data import load_dataset
 from topolip.perturbations.ood_sets import load_ood_batches
-from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
+from topolip.pipeline.figure_registry import publish_registered
+from topolip.pipeline.params import notebook_parameters
+from topolip.pipeline.provenance import read_table, write_table
 from topolip.report.findings import ood_findings
 from topolip.report.format import glue_all, kind_label, show_parameters, show_table
 from topolip.tasks.cluster import TaskRunner

@@ -72,7 +72,9 @@ from topolip.experiments.model_measurement import model_images
 from topolip.experiments.sweeps import run_sweeps
 from topolip.nets.data import load_dataset
 from topolip.nets.train import TrainConfig, configure_threads
-from topolip.pipeline import notebook_parameters, publish_registered, write_table
+from topolip.pipeline.figure_registry import publish_registered
+from topolip.pipeline.params import notebook_parameters
+from topolip.pipeline.provenance import write_table
 from topolip.report.findings import sweeps_findings
 from topolip.report.format import glue_all, show_parameters
 from topolip.tasks.cluster import TaskRunner

@@ -55,7 +55,9 @@ from IPython.display import Markdown, display
 
 from topolip.evidence.calibration import power_table
 from topolip.evidence.claims import claim_findings, evaluate, load_claims, with_options
-from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
+from topolip.pipeline.figure_registry import publish_registered
+from topolip.pipeline.params import notebook_parameters
+from topolip.pipeline.provenance import read_table, write_table
 from topolip.report.findings import primary_choices, verdict_findings
 from topolip.report.format import (
     comparison_label,

@@ -78,7 +78,9 @@ from pathlib import Path
 import pandas as pd
 
 from topolip.evidence.measures import measure_population, measure_study
-from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
+from topolip.pipeline.figure_registry import publish_registered
+from topolip.pipeline.params import notebook_parameters
+from topolip.pipeline.provenance import read_table, write_table
 from topolip.report.findings import learner_findings, measures_findings
 from topolip.report.format import format_interval, glue_all, kind_label, show_parameters, show_table
 

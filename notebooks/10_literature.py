@@ -65,7 +65,9 @@ from topolip.experiments.literature_topology import betti_population, trained_mo
 from topolip.nets.data import load_dataset
 from topolip.nets.train import configure_threads, load_trained
 from topolip.perturbations.ood_sets import load_ood_batches
-from topolip.pipeline import notebook_parameters, publish_registered, read_table, write_table
+from topolip.pipeline.figure_registry import publish_registered
+from topolip.pipeline.params import notebook_parameters
+from topolip.pipeline.provenance import read_table, write_table
 from topolip.report.format import glue_all, show_parameters, show_table
 from topolip.report.literature import literature_findings
 

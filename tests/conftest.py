@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from topolip.nets.data import load_mnist
+from topolip.nets.data.mnist import load_mnist
 from topolip.nets.train import ModelSpec, TrainConfig, fit
 
 

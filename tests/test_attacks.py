@@ -11,7 +11,6 @@ from torch import nn
 
 from topolip.perturbations.attacks import (
     ATTACKS,
-    LADDER,
     PERTURBATIONS,
     autoattack,
     fgsm,
@@ -21,6 +20,7 @@ from topolip.perturbations.attacks import (
     square,
 )
 from topolip.perturbations.corruptions import CORRUPTIONS
+from topolip.roster import LADDER
 
 TOL = 1e-6  # float32 rounding of x + eps * sign
 
@@ -28,7 +28,7 @@ TOL = 1e-6  # float32 rounding of x + eps * sign
 @pytest.fixture(scope="module")
 def trained():
     """A small MLP trained on 500 embedded MNIST digits (a second or two), and 300 test digits."""
-    from topolip.nets.data import load_mnist
+    from topolip.nets.data.mnist import load_mnist
 
     d = load_mnist(n_train=500, n_test=300, seed=0)
     torch.manual_seed(0)

@@ -184,7 +184,7 @@ def test_build_book_pastes_the_downloaded_intro(tmp_path):
     intro holds it, where the book's source has the role."""
     from test_pipeline import tiny_book
 
-    from topolip.pipeline import build_book
+    from topolip.pipeline.book import build_book
 
     root = tiny_book(tmp_path)
     nb = nbformat.read(root / "book/notebooks/01_nb.ipynb", as_version=4)

@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 
 from topolip.evidence.bound_tables import (
-    LOCAL,
     bound_looseness,
     bound_slack,
     bounds_vs_measured,
     chain_growth,
 )
+from topolip.schema import LOCAL
 
 NAN = math.nan
 

@@ -9,13 +9,8 @@ import pytest
 import torch
 from torch import nn
 
-from topolip.bounds import (
-    BoundViolation,
-    attention_scaling,
-    bound_check,
-    conv_scaling,
-    random_layers,
-)
+from topolip.bounds.segments import BoundViolation
+from topolip.bounds.theory import attention_scaling, bound_check, conv_scaling, random_layers
 
 
 def gen(seed: int) -> torch.Generator:

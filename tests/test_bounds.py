@@ -15,21 +15,16 @@ from torch import nn
 from torchvision.models.resnet import BasicBlock, Bottleneck
 from torchvision.models.vision_transformer import EncoderBlock, MLPBlock
 
-from topolip.bounds import (
-    GELU_LIPSCHITZ,
-    BoundViolation,
-    L2SelfAttention,
-    Residual,
-    conv2d_norm_bounds,
-    dot_product_attention_lipschitz,
-    layer_bounds,
-    lipschitz_bound,
-    lipschitz_estimate,
-    mha_lipschitz,
-    model_segments,
-    supported_types,
-)
-from topolip.nets.models import ViTEmbedding, build_model, collect_activations
+from topolip.bounds.activations import GELU_LIPSCHITZ
+from topolip.bounds.attention import L2SelfAttention, dot_product_attention_lipschitz, mha_lipschitz
+from topolip.bounds.blocks import Residual
+from topolip.bounds.conv import conv2d_norm_bounds
+from topolip.bounds.dispatch import lipschitz_bound, supported_types
+from topolip.bounds.estimate import lipschitz_estimate
+from topolip.bounds.segments import BoundViolation, layer_bounds, model_segments
+from topolip.nets.models import build_model
+from topolip.nets.models.probes import collect_activations
+from topolip.nets.models.vit import ViTEmbedding
 
 RTOL = 1e-6  # estimate <= bound * (1 + RTOL): float64 power iteration is exact to ~1e-12
 

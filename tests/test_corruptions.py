@@ -10,7 +10,7 @@ from topolip.perturbations.corruptions import CORRUPTIONS, SEVERITIES, corrupt, 
 
 @pytest.fixture(scope="module")
 def digits():
-    from topolip.nets.data import load_mnist
+    from topolip.nets.data.mnist import load_mnist
 
     return load_mnist(n_train=100, n_test=64, seed=0).x_test
 

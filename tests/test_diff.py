@@ -130,7 +130,7 @@ glue("acc-vit", f"{acc:.3f}", display=False)
 
 
 def test_the_chain_writes_glue_json_that_diff_compares(tmp_path):
-    from topolip.pipeline import run_chain
+    from topolip.pipeline.runner import run_chain
 
     root = tmp_path / "repo"
     (root / "notebooks").mkdir(parents=True)

@@ -11,15 +11,10 @@ from test_book_html import check_book_html
 from topolip.evidence.calibration import power_table
 from topolip.evidence.claims import claim_findings
 from topolip.evidence.measures import study_findings
-from topolip.pipeline import (
-    apply_overrides,
-    build_book,
-    load_profile,
-    read_table,
-    run_chain,
-    stage,
-)
-from topolip.pipeline.book import glue_values
+from topolip.pipeline.book import build_book, glue_values, stage
+from topolip.pipeline.params import apply_overrides, load_profile
+from topolip.pipeline.provenance import read_table
+from topolip.pipeline.runner import run_chain
 from topolip.report.format import kind_label
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,15 +14,15 @@ import pandas as pd
 import pytest
 
 from topolip.cli import main
-from topolip.pipeline import (
+from topolip.pipeline.figure_registry import (
     FIGURES,
-    chain,
+    figure_provenance_text,
     publish_figure,
     publish_registered,
     redraw_figure,
     register_figure,
 )
-from topolip.pipeline.figure_registry import figure_provenance_text
+from topolip.pipeline.runner import chain
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -199,7 +199,7 @@ results_dir = "results/quick"
 # %%
 import matplotlib.pyplot as plt
 import pandas as pd
-from topolip.pipeline import publish_figure
+from topolip.pipeline.figure_registry import publish_figure
 
 fig, ax = plt.subplots(figsize=(3, 2))
 ax.plot([0, 1], [1, 2])
@@ -227,7 +227,8 @@ def test_glued_figure_and_provenance_render_in_a_book(tmp_path):
     """The caption's {glue:text} renders with the pinned myst-nb and Jupyter Book 1."""
     import re
 
-    from topolip.pipeline import build_book, run_chain
+    from topolip.pipeline.book import build_book
+    from topolip.pipeline.runner import run_chain
 
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "notebooks/01_nb.py").write_text(NOTEBOOK)

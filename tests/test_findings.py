@@ -4,7 +4,7 @@
 commit 06b2f57), trimmed to the columns the findings read (and ``robustness.csv`` to the attacks
 at the TopoLip budget), the run's ``capacity_table`` and, in ``expected.json``, the parameters
 that run used and the text its executed notebooks glued (read with
-:func:`topolip.pipeline.glue_values`). So the first test proves that the functions give the
+:func:`topolip.pipeline.book.glue_values`). So the first test proves that the functions give the
 book's text exactly; the others check a few values by hand from the same tables, and the
 edge cases on tables made here.
 """

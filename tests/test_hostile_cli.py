@@ -13,15 +13,16 @@ import pytest
 import yaml
 
 from topolip.cli import main
-from topolip.pipeline import ParameterError, load_profile, run_chain
 from topolip.pipeline.params import (
     SCHEMA,
+    ParameterError,
     describe_schema,
     load_params,
+    load_profile,
     schema_defaults,
     validate_params,
 )
-from topolip.pipeline.runner import NotebookFailed
+from topolip.pipeline.runner import NotebookFailed, run_chain
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,13 +15,12 @@ import pytest
 import torch
 from torch import nn
 
-from topolip.bounds import (
-    batchnorm_lipschitz,
-    layernorm_lipschitz,
-    lipschitz_bound,
-    lipschitz_estimate,
-)
-from topolip.nets.data import load_cifar10, load_dataset, load_mnist
+from topolip.bounds.dispatch import lipschitz_bound
+from topolip.bounds.estimate import lipschitz_estimate
+from topolip.bounds.norms import batchnorm_lipschitz, layernorm_lipschitz
+from topolip.nets.data import load_dataset
+from topolip.nets.data.cifar import load_cifar10
+from topolip.nets.data.mnist import load_mnist
 from topolip.nets.train import (
     ModelSpec,
     TrainConfig,

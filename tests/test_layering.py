@@ -180,6 +180,21 @@ def test_torch_free_layers_import_no_torch(layer):
         assert nets == [], f"{layer} pulls in {nets}"
 
 
+#: the modules that draw: the only torch-free modules allowed to load matplotlib
+DRAWS = {"topolip.report.figures"}
+
+
+@pytest.mark.parametrize("layer", TORCH_FREE)
+def test_torch_free_modules_load_no_matplotlib_unless_they_draw(layer):
+    """Issue 29: ``import topolip.report.format`` loaded matplotlib (3.3 s) through its package's
+    re-exports; each module that does not draw now loads neither torch nor matplotlib."""
+    modules = [module_name(p) for p in _files()
+               if layer_of(module_name(p)) == layer and module_name(p) not in DRAWS]
+    loaded = _loaded_after_import(modules)
+    drawing = sorted(m for m in loaded if m.split(".")[0] in {"matplotlib", "seaborn"})
+    assert drawing == [], f"{layer} pulls in {drawing[:5]}"
+
+
 def test_bounds_know_no_model():
     for path in (PACKAGE / "bounds").glob("*.py"):
         names = imported_modules(path.read_text(), module_name(path),

@@ -18,7 +18,7 @@ from expect.regenerate import CASES, EXPECT, read_csv_text, to_text
 from scipy.spatial.distance import pdist, squareform
 
 from topolip.experiments import baselines
-from topolip.nets.models import collect_activations, forward_probes
+from topolip.nets.models.probes import collect_activations, forward_probes
 from topolip.topology.metric import median_pairwise_distance
 from topolip.topology.points import pairwise_distances
 from topolip.topology.rips import default_jobs, rips_diagrams, rips_diagrams_many

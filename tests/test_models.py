@@ -4,7 +4,8 @@ import pytest
 import torch
 from torch import nn
 
-from topolip.nets.models import build_model, collect_activations, probe_labels
+from topolip.nets.models import build_model
+from topolip.nets.models.probes import collect_activations, probe_labels
 
 
 @pytest.fixture(scope="module")

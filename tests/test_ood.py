@@ -20,8 +20,9 @@ from topolip.experiments.ood import (
     ood_scores,
 )
 from topolip.experiments.robustness import softmax_predictions
-from topolip.nets.data import ImageSplit, load_mnist
-from topolip.nets.models import collect_activations
+from topolip.nets.data.mnist import load_mnist
+from topolip.nets.data.split import ImageSplit
+from topolip.nets.models.probes import collect_activations
 from topolip.nets.train import accuracy
 from topolip.perturbations.ood_sets import OOD_SETS, load_ood, load_ood_batches
 from topolip.topology.metric import topological_displacement

@@ -7,15 +7,8 @@ from pathlib import Path
 import pytest
 
 from topolip.cli import main
-from topolip.pipeline import (
-    ParameterError,
-    apply_overrides,
-    chain,
-    check_parameters,
-    load_profile,
-    run_chain,
-)
-from topolip.pipeline.params import parse_override
+from topolip.pipeline.params import ParameterError, apply_overrides, load_profile, parse_override
+from topolip.pipeline.runner import chain, check_parameters, run_chain
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,7 +36,7 @@ def make_root(tmp_path: Path, *sources: str) -> Path:
 def declared_by_notebook():
     import jupytext
 
-    from topolip.pipeline import declared_parameters
+    from topolip.pipeline.params import declared_parameters
 
     return {p.stem: declared_parameters(jupytext.read(p), name=p.name) for p in chain(ROOT)}
 
@@ -256,7 +249,7 @@ def test_repository_declaration_matches_the_notebooks():
 
 def test_cli_dry_run_prints_what_would_run_and_why(tmp_path, capsys, monkeypatch):
     import topolip.cli
-    from topolip.pipeline import load_profile
+    from topolip.pipeline.params import load_profile
 
     # the synthetic notebooks' parameters (pa..pe) are not in the project's schema
     monkeypatch.setattr(topolip.cli, "load_params",
@@ -320,7 +313,7 @@ def test_staging_copies_only_the_toc_documents_and_their_assets(tmp_path):
 
 
 def test_book_build_ignores_stray_markdown_in_dot_folders(tmp_path):
-    from topolip.pipeline import build_book
+    from topolip.pipeline.book import build_book
 
     root = tiny_book(tmp_path)
     html = build_book(root)
@@ -357,7 +350,8 @@ def test_notebook_parameters_follow_the_parameters_cell():
     the work runs (scheduler, n_workers) left out."""
     import jupytext
 
-    from topolip.pipeline import ParameterError, chain, declared_parameters, notebook_parameters
+    from topolip.pipeline.params import ParameterError, declared_parameters, notebook_parameters
+    from topolip.pipeline.runner import chain
 
     for path in chain("."):
         declared = declared_parameters(jupytext.read(path))

@@ -7,8 +7,8 @@ import pytest
 import torch
 from torch import nn
 
-from topolip.nets.models import collect_activations, probe_labels
 from topolip.nets.models.plain import attention_stack, conv_stack
+from topolip.nets.models.probes import collect_activations, probe_labels
 
 NORM_TYPES = (nn.BatchNorm1d, nn.BatchNorm2d, nn.LayerNorm, nn.GroupNorm, nn.InstanceNorm2d,
               nn.LocalResponseNorm)

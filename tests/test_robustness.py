@@ -15,7 +15,7 @@ from torch import nn
 
 from topolip.evidence.masking import MASKING_CHECKS, ladder_table, masking_checks, masking_summary
 from topolip.experiments.robustness import robustness_curves, softmax_predictions
-from topolip.nets.data import load_mnist
+from topolip.nets.data.mnist import load_mnist
 from topolip.nets.train import accuracy
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -183,8 +183,8 @@ def test_schemas_are_well_formed():
 
 
 def test_the_pipeline_reads_and_writes_through_the_schema(tmp_path):
-    from topolip.pipeline import read_table as pipeline_read
-    from topolip.pipeline import write_table as pipeline_write
+    from topolip.pipeline.provenance import read_table as pipeline_read
+    from topolip.pipeline.provenance import write_table as pipeline_write
 
     df = _example(SCHEMAS["topolip"])
     path = pipeline_write(df, tmp_path / "topolip.csv", {"seed": 0})

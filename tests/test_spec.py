@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from topolip.experiments.model_measurement import measure_model, model_images, seed_batch
-from topolip.nets.models import build_model, collect_activations
+from topolip.nets.models import build_model
+from topolip.nets.models.probes import collect_activations
 from topolip.topology.distances import diagram_distance
 from topolip.topology.metric import LayerDiagrams, layer_diagrams, topolip_table
 from topolip.topology.spec import PARAMETERS, TopoLipSpec, check_n_points

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from topolip.experiments.sweeps import run_sweeps, sweep_points
-from topolip.nets.data import load_mnist
+from topolip.nets.data.mnist import load_mnist
 from topolip.nets.train import TrainConfig
 
 # --- sweeps ------------------------------------------------------------------------------------

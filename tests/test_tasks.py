@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import torch
 
-from topolip.nets.data import ImageSplit
+from topolip.nets.data.split import ImageSplit
 from topolip.nets.train import ModelSpec, TrainConfig, accuracy, configure_threads, spec_for
 from topolip.tasks.cluster import Task, TaskError, TaskRunner, check_scheduler
 from topolip.tasks.per_model import map_models, train_models
@@ -138,7 +138,7 @@ def test_map_models_checks_its_table():
 
 
 def test_scheduler_parameters_in_the_schema():
-    from topolip.pipeline import ParameterError, validate_params
+    from topolip.pipeline.params import ParameterError, validate_params
 
     ok = validate_params({"scheduler": "tcp://10.0.0.5:8786", "n_workers": 3})
     assert ok == {"scheduler": "tcp://10.0.0.5:8786", "n_workers": 3}

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from topolip.nets.data import load_mnist
+from topolip.nets.data.mnist import load_mnist
 from topolip.nets.train import (
     ModelSpec,
     TrainConfig,

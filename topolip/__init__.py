@@ -5,10 +5,11 @@ The curated API below is what a researcher needs to compute TopoLip on a model o
 
     from topolip import build_model, collect_activations, perturb, topolip_table, summarize
 
-Each name is defined in one layer package (``topolip.topology``, ``topolip.bounds``,
-``topolip.nets``, ``topolip.perturbations``, ``topolip.experiments``; :data:`API` says which) and
-loads on first use, so ``import topolip`` pulls in neither torch nor numpy, and
-``topolip.rips_diagrams`` imports the numpy-only topology layer alone. ``topolip.<layer>``
+Each name is defined in one module of a layer (``topolip.topology.rips``,
+``topolip.bounds.dispatch``, ...; :data:`API` names it, and that module is the name's import path
+inside the package: the layer packages re-export nothing) and loads on first use, so ``import
+topolip`` pulls in neither torch nor numpy, and ``topolip.rips_diagrams`` imports the numpy-only
+topology modules alone. ``topolip.<layer>``
 reaches every layer package and base module (the list is read from the folder).
 """
 
@@ -19,40 +20,40 @@ import pkgutil
 
 __version__ = "0.1.0"
 
-#: The curated API: name -> the package that defines it (the one place it is listed).
+#: The curated API: name -> the module that defines it (the one place it is listed).
 API: dict[str, str] = {
     # persistence diagrams, distances, the metric (numpy only)
-    "rips_diagrams": "topolip.topology",
-    "rips_diagrams_many": "topolip.topology",
-    "Diagram": "topolip.topology",
-    "RipsDiagrams": "topolip.topology",
-    "pairwise_distances": "topolip.topology",
-    "wasserstein": "topolip.topology",
-    "bottleneck": "topolip.topology",
-    "diagram_distance": "topolip.topology",
-    "TopoLipSpec": "topolip.topology",
-    "layer_diagrams": "topolip.topology",
-    "topological_displacement": "topolip.topology",
-    "topolip_table": "topolip.topology",
-    "summarize": "topolip.topology",
+    "rips_diagrams": "topolip.topology.rips",
+    "rips_diagrams_many": "topolip.topology.rips",
+    "Diagram": "topolip.topology.diagram",
+    "RipsDiagrams": "topolip.topology.diagram",
+    "pairwise_distances": "topolip.topology.points",
+    "wasserstein": "topolip.topology.distances",
+    "bottleneck": "topolip.topology.distances",
+    "diagram_distance": "topolip.topology.distances",
+    "TopoLipSpec": "topolip.topology.spec",
+    "layer_diagrams": "topolip.topology.metric",
+    "topological_displacement": "topolip.topology.metric",
+    "topolip_table": "topolip.topology.metric",
+    "summarize": "topolip.topology.metric",
     # Lipschitz constants
-    "lipschitz_bound": "topolip.bounds",
-    "lipschitz_estimate": "topolip.bounds",
-    "layer_bounds": "topolip.bounds",
+    "lipschitz_bound": "topolip.bounds.dispatch",
+    "lipschitz_estimate": "topolip.bounds.estimate",
+    "layer_bounds": "topolip.bounds.segments",
     # data, models, training
-    "load_dataset": "topolip.nets",
-    "build_model": "topolip.nets",
-    "collect_activations": "topolip.nets",
-    "ModelSpec": "topolip.nets",
-    "TrainConfig": "topolip.nets",
-    "fit": "topolip.nets",
-    "load_trained": "topolip.nets",
+    "load_dataset": "topolip.nets.data",
+    "build_model": "topolip.nets.models",
+    "collect_activations": "topolip.nets.models.probes",
+    "ModelSpec": "topolip.nets.train",
+    "TrainConfig": "topolip.nets.train",
+    "fit": "topolip.nets.train",
+    "load_trained": "topolip.nets.train",
     # perturbations
-    "perturb": "topolip.perturbations",
-    "corrupt": "topolip.perturbations",
-    "load_ood": "topolip.perturbations",
+    "perturb": "topolip.perturbations.attacks",
+    "corrupt": "topolip.perturbations.corruptions",
+    "load_ood": "topolip.perturbations.ood_sets",
     # one trained model in, tidy rows out
-    "measure_model": "topolip.experiments",
+    "measure_model": "topolip.experiments.model_measurement",
 }
 
 #: The layer packages and base modules, found on disk (names starting with ``_`` are private).

@@ -21,9 +21,9 @@ import signal
 import sys
 from pathlib import Path
 
-from topolip.pipeline import ParameterError, build_book, chain, check_parameters, run_chain
-from topolip.pipeline.params import describe_schema, load_params, load_profile
-from topolip.pipeline.runner import NotebookFailed
+from topolip.pipeline.book import build_book
+from topolip.pipeline.params import ParameterError, describe_schema, load_params, load_profile
+from topolip.pipeline.runner import NotebookFailed, chain, check_parameters, run_chain
 
 __all__ = ["main"]
 

@@ -15,71 +15,7 @@ Public entry points:
 The formulas, derivations and sources are in the docstrings of the per-concept modules
 (:mod:`.conv`, :mod:`.norms`, :mod:`.activations`, :mod:`.attention`, :mod:`.pooling`) and in
 the theory notebook ``notebooks/00_theory.py``.
+
+The package re-exports nothing: each name has one import path, the module that defines it
+(``from topolip.bounds.<module> import <name>``; :data:`topolip.API` lists the curated ones).
 """
-
-from topolip.bounds.activations import (
-    GELU_LIPSCHITZ,
-    GELU_TANH_LIPSCHITZ,
-    SILU_LIPSCHITZ,
-    activation_lipschitz,
-)
-from topolip.bounds.attention import (
-    L2SelfAttention,
-    dot_product_attention_lipschitz,
-    l2_attention_lipschitz,
-    mha_lipschitz,
-    mha_weights,
-)
-from topolip.bounds.blocks import Residual
-from topolip.bounds.conv import (
-    ConvNormBounds,
-    conv2d_cheap_bound,
-    conv2d_lipschitz,
-    conv2d_norm_bounds,
-)
-from topolip.bounds.dispatch import DECLARED_KINDS, lipschitz_bound, supported_types
-from topolip.bounds.estimate import as_function, lipschitz_estimate
-from topolip.bounds.norms import (
-    batchnorm_lipschitz,
-    batchnorm_scale,
-    layernorm_lipschitz,
-    layernorm_output_radius,
-)
-from topolip.bounds.pooling import avgpool_lipschitz, maxpool_lipschitz
-from topolip.bounds.segments import BoundViolation, layer_bounds, model_segments
-from topolip.bounds.theory import attention_scaling, bound_check, conv_scaling, random_layers
-
-__all__ = [
-    "BoundViolation",
-    "ConvNormBounds",
-    "DECLARED_KINDS",
-    "GELU_LIPSCHITZ",
-    "GELU_TANH_LIPSCHITZ",
-    "L2SelfAttention",
-    "Residual",
-    "SILU_LIPSCHITZ",
-    "activation_lipschitz",
-    "as_function",
-    "attention_scaling",
-    "avgpool_lipschitz",
-    "batchnorm_lipschitz",
-    "batchnorm_scale",
-    "bound_check",
-    "conv2d_cheap_bound",
-    "conv2d_lipschitz",
-    "conv2d_norm_bounds",
-    "conv_scaling",
-    "dot_product_attention_lipschitz",
-    "l2_attention_lipschitz",
-    "layer_bounds",
-    "layernorm_lipschitz",
-    "layernorm_output_radius",
-    "lipschitz_bound",
-    "lipschitz_estimate",
-    "maxpool_lipschitz",
-    "mha_lipschitz",
-    "mha_weights",
-    "model_segments",
-    "random_layers",
-    "supported_types",
-]

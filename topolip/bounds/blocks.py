@@ -1,7 +1,7 @@
 """A small module that gives a bound something to apply to: a generic residual block.
 
-(The ViT embedding segment, formerly here, is :class:`topolip.nets.models.ViTEmbedding`: how a model
-embeds its input is the model's to declare.)
+(The ViT embedding segment, formerly here, is :class:`topolip.nets.models.vit.ViTEmbedding`: how a
+model embeds its input is the model's to declare.)
 """
 
 from __future__ import annotations

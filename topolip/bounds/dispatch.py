@@ -274,7 +274,7 @@ def lipschitz_bound(module: nn.Module, inputs, *, margin: float = 0.0) -> float:
         ``MLP``/``MLPBlock``), :class:`Residual`, torchvision ``BasicBlock``/``Bottleneck`` and
         ``EncoderBlock``; and any module that declares its structure: a method
         ``lipschitz_parts()`` returning the modules it composes, in order, up to isometries and
-        constant shifts (e.g. :class:`topolip.nets.models.ViTEmbedding`), or a class attribute
+        constant shifts (e.g. :class:`topolip.nets.models.vit.ViTEmbedding`), or a class attribute
         ``lipschitz_kind`` naming one of :data:`DECLARED_KINDS` (``"token_mean"``). Evaluated
         in eval mode (the module's modes are restored afterwards).
     inputs : torch.Tensor or ndarray of shape (m, ...)

@@ -58,7 +58,7 @@ def model_segments(model: nn.Module) -> OrderedDict[str, nn.Module]:
         ``{label: segment}`` for every probe label after ``"input"``; a segment is the module
         itself when one module lies between the probes, else an ``nn.Sequential`` of the modules
         in forward order (sharing the model's weights). Chaining them reproduces the probes'
-        activations. The ViT embedding segment is a :class:`topolip.nets.models.ViTEmbedding`.
+        activations. The ViT embedding segment is a :class:`topolip.nets.models.vit.ViTEmbedding`.
 
     Raises
     ------

@@ -37,7 +37,7 @@ def bounds_vs_measured(bounds: pd.DataFrame, measured: pd.DataFrame, *, rtol: fl
     Parameters
     ----------
     bounds : pandas.DataFrame
-        ``tables/bounds.csv``: :func:`topolip.bounds.layer_bounds` rows with ``arch``,
+        ``tables/bounds.csv``: :func:`topolip.bounds.segments.layer_bounds` rows with ``arch``,
         ``seed`` and ``perturbation`` (rows of :data:`topolip.schema.LOCAL` are left out), among
         them
         ``bound``, ``eps`` and ``envelope_chain``.

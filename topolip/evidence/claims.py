@@ -46,7 +46,7 @@ from topolip.roster import label
 from topolip.schema import require_columns
 
 __all__ = [
-    "CHECKS", "FAMILY_PAIRS", "FLOOR_VERDICT", "LADDER", "PRIMARY_CHOSEN", "ROBUST_FLOOR",
+    "CHECKS", "FAMILY_PAIRS", "FLOOR_VERDICT", "PRIMARY_CHOSEN", "ROBUST_FLOOR",
     "Claim", "Verdict",
     "effective_radius", "evaluate", "family_below_counts",
     "families", "claim_findings", "load_claims", "most_robust_vs_smoothest",
@@ -55,9 +55,6 @@ __all__ = [
 
 #: (attention-based, convolution-based) architectures compared with each other.
 FAMILY_PAIRS: tuple[tuple[str, str], ...] = roster.family_pairs()
-
-#: The attack ladder of ``robustness.csv``, weak to strong.
-LADDER: tuple[str, ...] = roster.LADDER
 
 #: The noise-floor flag of ``topolip_summary.csv`` (empty when the ratio can be trusted).
 FLAG_COLUMN = "end_to_end_flag"
@@ -644,12 +641,12 @@ def smaller_accuracy_drop(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> l
     attack strength, or whose models failed a gradient-masking check (``masking``, when
     given), are flagged.
 
-    Options: ``ladder`` (default :data:`LADDER`), ``strength`` (default ``topolip``),
-    ``corruptions`` (default: every kind of ``topolip_summary`` but FGSM and PGD),
+    Options: ``ladder`` (default :data:`topolip.roster.LADDER`), ``strength`` (default
+    ``topolip``), ``corruptions`` (default: every kind of ``topolip_summary`` but FGSM and PGD),
     ``radius_table`` (default ``radius_summary``), ``alpha``.
     """
     o = claim.options
-    ladder = list(o.get("ladder", LADDER))
+    ladder = list(o.get("ladder", roster.LADDER))
     robust = _at_strength(_tables(tables, o.get("table", "robustness")), ladder,
                           _attack_strength(claim, tables))
     rows = _comparison_rows(robust, "accuracy_drop", group_col="perturbation", scale="raw",

@@ -106,7 +106,7 @@ def displacement_ratio(clean: Mapping[str, np.ndarray], perturbed: Mapping[str, 
     ----------
     clean, perturbed : mapping of str to ndarray of shape (m, d_ℓ)
         Paired activations per probe point, input first and last probe last (as from
-        :func:`topolip.nets.models.collect_activations`).
+        :func:`topolip.nets.models.probes.collect_activations`).
     reduce : {"max", "mean"}, default="max"
         Max (``ε_ℓ``) or mean paired displacement, see :func:`paired_displacement`.
     scales : mapping of str to float, optional
@@ -446,11 +446,11 @@ def margin_from_logits(logits: np.ndarray, y: np.ndarray) -> float:
 def lipschitz_estimate_product(model, x, *, n_iter: int = 10, seed: int = 0) -> float:
     """``log10`` of the product over probe segments of the empirical local Lipschitz constants.
 
-    Each segment ``f_ℓ`` between two probe points (:func:`topolip.bounds.model_segments`) gets
-    :func:`topolip.bounds.lipschitz_estimate` (power iteration on its Jacobian) at its inputs,
-    the activations of ``x``; the product is a local, empirical stand-in for the network's
-    Lipschitz constant (not a bound: each factor is a lower bound of its segment's local
-    constant, and the product of local constants is no bound on the composition's).
+    Each segment ``f_ℓ`` between two probe points (:func:`topolip.bounds.segments.model_segments`)
+    gets :func:`topolip.bounds.estimate.lipschitz_estimate` (power iteration on its Jacobian) at its
+    inputs, the activations of ``x``; the product is a local, empirical stand-in for the network's
+    Lipschitz constant (not a bound: each factor is a lower bound of its segment's local constant,
+    and the product of local constants is no bound on the composition's).
 
     Parameters
     ----------
@@ -484,7 +484,8 @@ def lipschitz_estimate_product(model, x, *, n_iter: int = 10, seed: int = 0) -> 
     """
     import torch
 
-    from topolip.bounds import lipschitz_estimate, model_segments
+    from topolip.bounds.estimate import lipschitz_estimate
+    from topolip.bounds.segments import model_segments
     from topolip.tensors import eval_mode
 
     segments = model_segments(model)

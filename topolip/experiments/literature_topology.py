@@ -20,8 +20,8 @@ from torch import nn
 
 from topolip.nets.models.probes import collect_activations, probe_labels
 from topolip.perturbations.attacks import fgsm
-from topolip.topology import rips_diagrams
 from topolip.topology.points import pairwise_distances
+from topolip.topology.rips import rips_diagrams
 
 __all__ = ["adv_share_rows", "betti_population", "betti_table", "betti_at_scale",
            "h0_lifetimes", "knn_scale", "last_probe", "mlp", "ood_lifetime_rows",

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from topolip.experiments import baselines
-from topolip.nets.models import collect_activations, forward_probes
+from topolip.nets.models.probes import collect_activations, forward_probes
 from topolip.perturbations.attacks import PERTURBATIONS, check_strength, perturb_at
 from topolip.topology.distances import diagram_distance
 from topolip.topology.metric import (
@@ -376,7 +376,7 @@ def measure_trained(model: nn.Module, row: Mapping, *, data, perturbations: Mapp
         The trained model.
     row : mapping
         Its row of ``models.csv`` (``seed`` is read).
-    data : topolip.nets.data.ImageSplit
+    data : topolip.nets.data.split.ImageSplit
         The data set (its test images, pixels in [0, 1]).
     perturbations : mapping of str to float
         ``{kind: strength}`` as in :func:`measure_model`.
@@ -432,11 +432,11 @@ def measure_bounds(
     """The Lipschitz bounds of one trained model's segments, at the clean batch and per
     perturbation (the rows of ``tables/bounds.csv``).
 
-    First :func:`topolip.bounds.layer_bounds` at the clean clouds ``x[:n_points]`` (margin 0,
-    with the estimates), then for each perturbation the certified chain with margins
-    ``ε_{ℓ−1}``: the perturbation is recreated as :func:`measure_model` makes it (the whole
-    ``x`` perturbed with ``seed``, cut to its first ``n_points`` images), so its ``eps``
-    agrees with the TopoLip table of the same batch and seed.
+    First :func:`topolip.bounds.segments.layer_bounds` at the clean clouds ``x[:n_points]`` (margin
+    0, with the estimates), then for each perturbation the certified chain with margins ``ε_{ℓ−1}``:
+    the perturbation is recreated as :func:`measure_model` makes it (the whole ``x`` perturbed with
+    ``seed``, cut to its first ``n_points`` images), so its ``eps`` agrees with the TopoLip table of
+    the same batch and seed.
 
     Parameters
     ----------
@@ -466,14 +466,14 @@ def measure_bounds(
     pandas.DataFrame
         ``perturbation`` first (:data:`topolip.schema.LOCAL` for the clean rows, then
         each kind of ``perturbations`` in order), then the columns of
-        :func:`topolip.bounds.layer_bounds` (the chain rows add ``margin``, ``eps``,
+        :func:`topolip.bounds.segments.layer_bounds` (the chain rows add ``margin``, ``eps``,
         ``eps_bound_step``, ``eps_bound_chain``, ``envelope_chain``; their estimates are NaN).
 
     Raises
     ------
     ValueError
         For an unknown kind, an invalid strength or ``n_points`` out of range.
-    topolip.bounds.BoundViolation
+    topolip.bounds.segments.BoundViolation
         If an estimate exceeds its bound or a measured ``ε_ℓ`` exceeds ``L_ℓ ε_{ℓ−1}``
         (a bug).
 
@@ -487,7 +487,7 @@ def measure_bounds(
     ----------
     .. [1] B. Chen, "Is smoothness the key to robustness?", arXiv:2410.17628.
     """
-    from topolip.bounds import layer_bounds
+    from topolip.bounds.segments import layer_bounds
     from topolip.schema import LOCAL
 
     n_points = check_n_points(n_points, len(x))
@@ -527,7 +527,7 @@ def measure_bounds_trained(model: nn.Module, row: Mapping, *, data,
         The trained model.
     row : mapping
         Its row of ``models.csv`` (``seed`` is read).
-    data : topolip.nets.data.ImageSplit
+    data : topolip.nets.data.split.ImageSplit
         The data set (its test images, pixels in [0, 1]).
     perturbations : mapping of str to float
         ``{kind: strength}`` of the paired perturbations whose chains are bounded.

@@ -18,8 +18,8 @@ from torch import nn
 
 from topolip.experiments.model_measurement import model_images
 from topolip.experiments.robustness import softmax_predictions
-from topolip.nets.data import ImageSplit
-from topolip.nets.models import collect_activations
+from topolip.nets.data.split import ImageSplit
+from topolip.nets.models.probes import collect_activations
 from topolip.topology.metric import layer_diagrams, topolip_table
 from topolip.topology.spec import TopoLipSpec
 
@@ -278,7 +278,7 @@ def measure_ood_trained(model: nn.Module, row: Mapping, *, data: ImageSplit,
         The trained model.
     row : mapping
         Its row of ``models.csv`` (``seed`` is read).
-    data : topolip.nets.data.ImageSplit
+    data : topolip.nets.data.split.ImageSplit
         The in-distribution data set (its test images and labels).
     ood : mapping of str to (images, labels)
         OOD batches as from :func:`load_ood_batches`.

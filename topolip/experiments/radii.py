@@ -50,7 +50,7 @@ def radii_trained(model: nn.Module, row: Mapping, *, data, n_images: int, eps_ma
         The trained model (``K >= 4`` classes).
     row : mapping
         Its row of ``models.csv`` (``seed`` is read; the attacks are seeded with it).
-    data : topolip.nets.data.ImageSplit
+    data : topolip.nets.data.split.ImageSplit
         The data set (its test images, pixels in [0, 1]).
     n_images : int
         Images per model (the seed's first,

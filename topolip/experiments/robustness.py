@@ -154,7 +154,7 @@ def attack_ladder(
     r"""Accuracy under the attack ladder FGSM → PGD → AutoAttack at each ε, and Square at one.
 
     At each budget of ``eps`` the same images are attacked by three white-box attacks of
-    increasing strength (:data:`topolip.perturbations.attacks.LADDER`), each torchattacks' own:
+    increasing strength (:data:`topolip.roster.LADDER`), each torchattacks' own:
 
     - ``fgsm``: one gradient-sign step of size ε (:func:`topolip.perturbations.attacks.fgsm`);
     - ``pgd``: ``pgd_steps`` steps of size ``2.5 ε / pgd_steps`` from ``pgd_restarts``
@@ -300,7 +300,7 @@ def robustness_trained(model: nn.Module, row: Mapping, *, data, attack_eps: Sequ
         The trained model (``K >= 4`` classes).
     row : mapping
         Its row of ``models.csv`` (``seed`` is read).
-    data : topolip.nets.data.ImageSplit
+    data : topolip.nets.data.split.ImageSplit
         The data set (its test images, pixels in [0, 1]).
     attack_eps : sequence of float
         The ladder's L∞ budgets (pixel units), ``topolip_eps`` among them.

@@ -30,7 +30,7 @@ import torch
 
 from topolip.experiments.model_measurement import measure_model
 from topolip.io import json_plain
-from topolip.nets.data import ImageSplit
+from topolip.nets.data.split import ImageSplit
 from topolip.nets.train import ModelSpec, TrainConfig, checkpoint_path, spec_for
 from topolip.perturbations.attacks import PERTURBATIONS
 from topolip.tasks.cluster import TaskRunner

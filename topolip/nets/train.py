@@ -27,7 +27,7 @@ from torch import nn
 from tqdm import tqdm
 
 from topolip.io import atomic_write, json_plain
-from topolip.nets.data import ImageSplit
+from topolip.nets.data.split import ImageSplit
 from topolip.nets.models import build_model, check_arch
 from topolip.tensors import eval_mode
 
@@ -330,7 +330,7 @@ def checkpoint_path(results_dir: str | Path, spec: ModelSpec, config: TrainConfi
 
     Examples
     --------
-    >>> from topolip.nets.data import load_mnist
+    >>> from topolip.nets.data.mnist import load_mnist
     >>> d = load_mnist(100, 50)
     >>> path = checkpoint_path("results", ModelSpec("vit", {}), TrainConfig(seed=3), d)
     >>> path.parent.as_posix(), path.name.startswith("vit-seed3-"), path.suffix
@@ -847,7 +847,7 @@ def spec_for(arch: str, params: Mapping[str, Any], data: ImageSplit) -> ModelSpe
 
     Examples
     --------
-    >>> from topolip.nets.data import load_mnist
+    >>> from topolip.nets.data.mnist import load_mnist
     >>> spec_for("vit", {"num_layers": 2}, load_mnist(100, 50)).params["image_size"]
     28
     """

@@ -1,13 +1,13 @@
 r"""Adversarial attacks (L∞) through torchattacks, and one dispatcher for every perturbation the
 experiments use: attacks, random-sign noise and the common corruptions.
 
-The attacks form a ladder from weak to strong (:data:`LADDER`): FGSM (one gradient-sign step),
-PGD (iterated and projected, with random restarts) and ``autoattack``, APGD-CE followed by
-APGD-T (Croce and Hein 2020), the white-box part of AutoAttack; ``square`` (the Square attack,
-which queries the model's logits only) is the black-box check that a white-box attack is not
-blinded by masked gradients. No attack is implemented here: each is torchattacks' own, and
-restarts and attack sequences are combined by ``torchattacks.MultiAttack``, which keeps, per
-image, the first adversarial example that fools the model (the per-image worst case).
+The attacks form a ladder from weak to strong (:data:`topolip.roster.LADDER`): FGSM (one
+gradient-sign step), PGD (iterated and projected, with random restarts) and ``autoattack``, APGD-CE
+followed by APGD-T (Croce and Hein 2020), the white-box part of AutoAttack; ``square`` (the Square
+attack, which queries the model's logits only) is the black-box check that a white-box attack is not
+blinded by masked gradients. No attack is implemented here: each is torchattacks' own, and restarts
+and attack sequences are combined by ``torchattacks.MultiAttack``, which keeps, per image, the first
+adversarial example that fools the model (the per-image worst case).
 
 Units: images are ``(N, C, H, W)`` tensors with pixels in [0, 1]; the budget ``eps`` is an L∞
 radius in the same pixel units (``8/255`` is CIFAR-10's customary value, ``0.1``-``0.3`` MNIST's).
@@ -42,7 +42,6 @@ import torch
 import torchattacks
 from torch import nn
 
-from topolip import roster
 from topolip.perturbations.corruptions import CORRUPTIONS, corrupt
 from topolip.tensors import (
     Logits,
@@ -53,14 +52,11 @@ from topolip.tensors import (
     model_device,
 )
 
-__all__ = ["ATTACKS", "LADDER", "PERTURBATIONS", "autoattack", "check_strength", "fgsm",
+__all__ = ["ATTACKS", "PERTURBATIONS", "autoattack", "check_strength", "fgsm",
            "perturb", "perturb_at", "pgd", "random_sign", "square"]
 
 #: Adversarial attacks, run through torchattacks (strength: the L∞ budget ``eps``).
 ATTACKS: tuple[str, ...] = ("fgsm", "pgd", "autoattack", "square")
-
-#: The white-box attacks from weak to strong; ``square`` (black-box) is the masking check.
-LADDER: tuple[str, ...] = roster.LADDER
 
 #: Every kind :func:`perturb` takes, with the name of its strength parameter.
 PERTURBATIONS: dict[str, str] = {

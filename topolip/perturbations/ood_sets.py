@@ -33,7 +33,7 @@ import torch
 from torchvision.transforms.v2 import InterpolationMode
 from torchvision.transforms.v2 import functional as TF
 
-from topolip.nets.data import ImageSplit, stratified_split
+from topolip.nets.data.split import ImageSplit, stratified_split
 
 __all__ = ["OOD_SETS", "load_ood", "load_ood_batches"]
 

@@ -782,7 +782,7 @@ def verdict_findings(tables: Tables, *, claims: Sequence, alpha: float, n_seeds:
         ``headline-n-seeds``, ``headline-n-families``, ``headline-n-primary``,
         ``headline-error-bound``, ``headline-alpha``, ``headline-n-comparisons``,
         ``headline-n-decisive``, ``headline-n-supported``, ``headline-n-contradicted``,
-        ``headline-n-near`` (:func:`topolip.evidence.claims.findings` with the power table of
+        ``headline-n-near`` (:func:`topolip.evidence.claims.claim_findings` with the power table of
         :func:`topolip.evidence.calibration.power_table`); per claim ``headline-<id>`` (its counts,
         ``no test`` when none) and, for a claim with a primary row, ``primary-<id>`` and
         ``primary-row-<id>``; ``headline-envelope-ratio``; ``vd-floor-low`` and
@@ -832,7 +832,7 @@ def measures_findings(tables: Tables, *, alpha: float) -> dict[str, str]:
     Returns
     -------
     dict
-        From :func:`topolip.evidence.measures.findings`: ``ms-sentence``, ``ms-n-models``,
+        From :func:`topolip.evidence.measures.study_findings`: ``ms-sentence``, ``ms-n-models``,
         ``ms-n-archs``, ``ms-n-seeds``, ``ms-n-kinds``, ``ms-n-excluded``,
         ``ms-n-permutations``, ``ms-min-p``, ``ms-ref-tau``, ``ms-ref-p``, ``ms-ref-pooled``,
         ``ms-ref-rank``, ``ms-top-measure``, ``ms-top-tau``, ``ms-ref-taus``,

@@ -1,35 +1,6 @@
 """The tasks layer (Dask): a scheduler-agnostic task runner and the per-model tasks (train, map
 over trained models).
+
+The package re-exports nothing: each name has one import path, the module that defines it
+(``from topolip.tasks.<module> import <name>``; :data:`topolip.API` lists the curated ones).
 """
-
-from __future__ import annotations
-
-from topolip.tasks.cluster import (
-    DEFAULT_SCHEDULER_TIMEOUT,
-    Task,
-    TaskError,
-    TaskRunner,
-    check_scheduler,
-    connect_scheduler,
-    local_cluster,
-    probe_scheduler,
-    task_still_wanted,
-)
-from topolip.tasks.per_model import (
-    map_models,
-    train_models,
-)
-
-__all__ = [
-    "DEFAULT_SCHEDULER_TIMEOUT",
-    "Task",
-    "TaskError",
-    "TaskRunner",
-    "check_scheduler",
-    "connect_scheduler",
-    "local_cluster",
-    "map_models",
-    "probe_scheduler",
-    "task_still_wanted",
-    "train_models",
-]

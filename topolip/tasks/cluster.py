@@ -16,12 +16,12 @@ checkpoints atomically after every epoch (:func:`topolip.nets.train.fit`), so a 
 what failed or was interrupted.
 
 Large inputs (the image data set, evaluation batches) travel once per worker:
-:meth:`TaskRunner.share` sends them to every worker (the result of a task, replicated, so Dask
-can compute it again when a worker dies) and the tasks receive a reference that Dask resolves
-on the worker. Sharing, rather than letting each worker reload the data set
-from its parameters, keeps the library functions as they are (they take an
-:class:`~topolip.nets.data.ImageSplit` and tensors, not their recipe), needs no data folder on the
-workers, and in serial mode costs nothing (the object itself is passed).
+:meth:`TaskRunner.share` sends them to every worker (the result of a task, replicated, so Dask can
+compute it again when a worker dies) and the tasks receive a reference that Dask resolves on the
+worker. Sharing, rather than letting each worker reload the data set from its parameters, keeps the
+library functions as they are (they take an :class:`~topolip.nets.data.split.ImageSplit` and
+tensors, not their recipe), needs no data folder on the workers, and in serial mode costs nothing
+(the object itself is passed).
 
 Two helpers build on the runner: :func:`train_models` (the trainings of the chain) and
 :func:`map_models` (one function over the trained models of ``models.csv``, rows gathered in its

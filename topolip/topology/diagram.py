@@ -241,7 +241,7 @@ class RipsDiagrams:
 
     Examples
     --------
-    >>> from topolip.topology import rips_diagrams
+    >>> from topolip.topology.rips import rips_diagrams
     >>> res = rips_diagrams([[0.0, 0.0], [3.0, 4.0]])
     >>> res[0].array, len(res[1])
     (array([[ 0.,  5.],

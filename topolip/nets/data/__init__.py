@@ -1,25 +1,22 @@
 """Data sets: the embedded MNIST digits (default) and CIFAR-10 from a local folder.
 
-Out-of-distribution sets are in :mod:`topolip.perturbations.ood_sets`."""
+Out-of-distribution sets are in :mod:`topolip.perturbations.ood_sets`. The package defines
+:func:`load_dataset` (the one entry point by name) and re-exports nothing: the loaders are in
+:mod:`.mnist` and :mod:`.cifar`, the split in :mod:`.split`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from topolip.nets.data.cifar import CIFAR10_CLASSES, load_cifar10
-from topolip.nets.data.mnist import load_mnist
-from topolip.nets.data.split import ImageSplit, stratified_split
+from topolip.nets.data import cifar, mnist, split
 
-__all__ = [
-    "CIFAR10_CLASSES", "DATASETS", "ImageSplit", "load_cifar10", "load_dataset", "load_mnist",
-    "stratified_split",
-]
+__all__ = ["DATASETS", "load_dataset"]
 
 DATASETS = ("mnist", "cifar10")
 
 
 def load_dataset(name: str, *, n_train: int, n_test: int, seed: int = 0,
-                 root: str | Path | None = None) -> ImageSplit:
+                 root: str | Path | None = None) -> split.ImageSplit:
     """Load data set ``name`` (``"mnist"``: the embedded digits; ``"cifar10"``: from ``root``).
 
     Raises
@@ -34,10 +31,10 @@ def load_dataset(name: str, *, n_train: int, n_test: int, seed: int = 0,
     (1, 28, 28)
     """
     if name == "mnist":
-        return load_mnist(n_train=n_train, n_test=n_test, seed=seed)
+        return mnist.load_mnist(n_train=n_train, n_test=n_test, seed=seed)
     if name == "cifar10":
         if root is None:
             raise ValueError("root: load_dataset('cifar10', ...) needs root=, the folder holding "
                              "cifar-10-batches-py/ (the profiles' data_root, e.g. data/cifar10)")
-        return load_cifar10(root, n_train=n_train, n_test=n_test, seed=seed)
+        return cifar.load_cifar10(root, n_train=n_train, n_test=n_test, seed=seed)
     raise ValueError(f"unknown dataset {name!r}; known: {list(DATASETS)}")

@@ -3,7 +3,10 @@
 :func:`build_model` is the one entry point used by the notebooks and the pipeline; each builder
 records ``model.probe_points`` (ordered ``{label: submodule path}``) and ``model.arch``, and each
 model class declares its forward pass as ordered ``(submodule path, module)`` pairs
-(``forward_units()``), which :func:`topolip.bounds.model_segments` cuts at the probe points.
+(``forward_units()``), which :func:`topolip.bounds.segments.model_segments` cuts at the probe
+points. The package defines the registry and re-exports nothing: the builders are in
+:mod:`.resnet`, :mod:`.vit` and :mod:`.plain`, the probes in :mod:`.probes`, the capacity match
+in :mod:`.capacity`.
 """
 
 from __future__ import annotations
@@ -13,26 +16,13 @@ from collections.abc import Callable
 
 from torch import nn
 
-from topolip.nets.models.capacity import (
-    MATCH_TOLERANCE,
-    capacity_table,
-    count_parameters,
-    flops_per_image,
-)
-from topolip.nets.models.plain import attention_stack, conv_stack
-from topolip.nets.models.probes import collect_activations, forward_probes, probe_labels
-from topolip.nets.models.resnet import SmallResNet, resnet
-from topolip.nets.models.vit import SmallViT, ViTEmbedding, vit
+from topolip.nets.models import plain, resnet, vit
 
-__all__ = [
-    "ARCHITECTURES", "MATCH_TOLERANCE", "SmallResNet", "SmallViT", "ViTEmbedding",
-    "attention_stack", "build_model", "capacity_table", "check_arch", "collect_activations",
-    "conv_stack", "count_parameters", "flops_per_image", "forward_probes", "probe_labels",
-    "resnet", "vit",
-]
+__all__ = ["ARCHITECTURES", "build_model", "check_arch"]
 
 ARCHITECTURES: dict[str, Callable[..., nn.Module]] = {
-    "vit": vit, "resnet": resnet, "attention_stack": attention_stack, "conv_stack": conv_stack,
+    "vit": vit.vit, "resnet": resnet.resnet, "attention_stack": plain.attention_stack,
+    "conv_stack": plain.conv_stack,
 }
 
 

@@ -68,7 +68,8 @@ class SmallResNet(nn.Module):
         """The forward pass as ordered ``(submodule path, module)`` pairs, up to ``avgpool``.
 
         Chaining the modules reproduces the forward pass up to the pooled features; every probe
-        point is one of the paths. :func:`topolip.bounds.model_segments` cuts it at the probes.
+        point is one of the paths. :func:`topolip.bounds.segments.model_segments` cuts it at the
+        probes.
         """
         units = [(name, getattr(self, name)) for name in ("conv1", "bn1", "relu", "maxpool")]
         for stage in ("layer1", "layer2", "layer3", "layer4"):

@@ -63,13 +63,14 @@ class ViTEmbedding(nn.Module):
         return self.dropout(y + self.pos_embedding)
 
     def lipschitz_parts(self) -> list[nn.Module]:
-        """The non-isometric part of the map, for :func:`topolip.bounds.lipschitz_bound`."""
+        """The non-isometric part of the map, for
+        :func:`topolip.bounds.dispatch.lipschitz_bound`."""
         return [self.conv_proj]
 
 
 class SmallViT(VisionTransformer):
     """torchvision's VisionTransformer (same forward, same ``state_dict``) that names its own
-    forward units for :func:`topolip.bounds.model_segments`; built by :func:`vit`."""
+    forward units for :func:`topolip.bounds.segments.model_segments`; built by :func:`vit`."""
 
     def forward_units(self) -> list[tuple[str, nn.Module]]:
         """The forward pass as ordered ``(submodule path, module)`` pairs, up to ``encoder.ln``.
