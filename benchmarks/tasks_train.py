@@ -4,7 +4,7 @@ One run times, one after the other on the same machine, the same four trainings
 
 - **serial·T**: in this process, torch at its default thread count ``T`` (the cores);
 - **serial·1**: in this process, torch at one thread;
-- **local**: a two-worker :func:`topolip.tasks.cluster.local_cluster` (one torch thread each), the
+- **local**: a two-worker :func:`topolip.tasks.local_cluster` (one torch thread each), the
   cluster's start-up timed apart;
 
 and prints the wall times, the ratios serial/local, and whether the test accuracies of
@@ -23,12 +23,12 @@ import time
 
 import torch
 
+from topolip.experiments.per_model import train_models
 from topolip.nets.data import load_dataset
 from topolip.nets.train import TrainConfig, spec_for
 from topolip.pipeline.params import load_params
 from topolip.roster import arch_names
-from topolip.tasks.cluster import TaskRunner, local_cluster
-from topolip.tasks.per_model import train_models
+from topolip.tasks import TaskRunner, local_cluster
 
 ARCHS = list(arch_names())
 

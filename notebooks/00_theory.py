@@ -49,7 +49,7 @@ from pathlib import Path
 
 import torch
 
-from topolip.bounds.theory import attention_scaling, bound_check, conv_scaling, random_layers
+from topolip.experiments.theory import attention_scaling, bound_check, conv_scaling, random_layers
 from topolip.pipeline.figure_registry import publish_registered
 from topolip.pipeline.params import notebook_parameters
 from topolip.pipeline.provenance import write_table

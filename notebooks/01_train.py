@@ -57,6 +57,7 @@ from pathlib import Path
 import pandas as pd
 
 from topolip.evidence.claims import FAMILY_PAIRS
+from topolip.experiments.per_model import train_models
 from topolip.nets.data import load_dataset
 from topolip.nets.models.capacity import MATCH_TOLERANCE, capacity_table, flops_per_image
 from topolip.nets.train import TrainConfig, configure_threads, default_device, spec_for
@@ -66,8 +67,7 @@ from topolip.pipeline.provenance import write_table
 from topolip.report.findings import train_findings
 from topolip.report.format import glue_all, show_parameters, show_table
 from topolip.schema import frame
-from topolip.tasks.cluster import TaskRunner
-from topolip.tasks.per_model import train_models
+from topolip.tasks import TaskRunner
 
 arch_params = {"vit": vit, "resnet": resnet, "attention_stack": attention_stack,
                "conv_stack": conv_stack}

@@ -60,14 +60,14 @@ n_workers = None        # processes of the local cluster, 1 thread each (None: t
 from pathlib import Path
 
 from topolip.experiments.model_measurement import measure_trained
+from topolip.experiments.per_model import map_models
 from topolip.nets.data import load_dataset
 from topolip.pipeline.figure_registry import publish_registered
 from topolip.pipeline.params import notebook_parameters
 from topolip.pipeline.provenance import read_table, write_table
 from topolip.report.findings import topolip_findings
 from topolip.report.format import ARCH_LABELS, glue_all, kind_label, show_parameters, show_table
-from topolip.tasks.cluster import TaskRunner
-from topolip.tasks.per_model import map_models
+from topolip.tasks import TaskRunner
 from topolip.topology.spec import TopoLipSpec
 
 params = notebook_parameters(globals(), "02_topolip")

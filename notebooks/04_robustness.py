@@ -74,6 +74,7 @@ import pandas as pd
 
 from topolip.evidence.claims import smoothness_table
 from topolip.evidence.masking import MASKING_CHECKS, ladder_table, masking_checks
+from topolip.experiments.per_model import map_models
 from topolip.experiments.radii import radii_trained, radius_check, radius_summary, robust_curve
 from topolip.experiments.robustness import robustness_trained
 from topolip.nets.data import load_dataset
@@ -88,8 +89,7 @@ from topolip.report.format import (
     show_parameters,
     show_table,
 )
-from topolip.tasks.cluster import TaskRunner
-from topolip.tasks.per_model import map_models
+from topolip.tasks import TaskRunner
 
 params = notebook_parameters(globals(), "04_robustness")
 show_parameters(params)

@@ -54,14 +54,14 @@ from pathlib import Path
 
 from topolip.evidence.bound_tables import bound_looseness
 from topolip.experiments.model_measurement import measure_bounds_trained
+from topolip.experiments.per_model import map_models
 from topolip.nets.data import load_dataset
 from topolip.pipeline.figure_registry import publish_registered
 from topolip.pipeline.params import notebook_parameters
 from topolip.pipeline.provenance import read_table, write_table
 from topolip.report.findings import bounds_findings
 from topolip.report.format import glue_all, show_parameters, show_table
-from topolip.tasks.cluster import TaskRunner
-from topolip.tasks.per_model import map_models
+from topolip.tasks import TaskRunner
 
 tables = Path(results_dir) / "tables"
 for name in ("models.csv", "topolip.csv"):

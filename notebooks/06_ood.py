@@ -53,6 +53,7 @@ from pathlib import Path
 
 from topolip.experiments.model_measurement import model_summaries
 from topolip.experiments.ood import measure_ood_trained
+from topolip.experiments.per_model import map_models
 from topolip.nets.data import load_dataset
 from topolip.perturbations.ood_sets import load_ood_batches
 from topolip.pipeline.figure_registry import publish_registered
@@ -60,8 +61,7 @@ from topolip.pipeline.params import notebook_parameters
 from topolip.pipeline.provenance import read_table, write_table
 from topolip.report.findings import ood_findings
 from topolip.report.format import glue_all, kind_label, show_parameters, show_table
-from topolip.tasks.cluster import TaskRunner
-from topolip.tasks.per_model import map_models
+from topolip.tasks import TaskRunner
 from topolip.topology.spec import TopoLipSpec
 
 params = notebook_parameters(globals(), "06_ood")

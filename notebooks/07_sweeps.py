@@ -77,7 +77,7 @@ from topolip.pipeline.params import notebook_parameters
 from topolip.pipeline.provenance import write_table
 from topolip.report.findings import sweeps_findings
 from topolip.report.format import glue_all, show_parameters
-from topolip.tasks.cluster import TaskRunner
+from topolip.tasks import TaskRunner
 from topolip.topology.spec import TopoLipSpec
 
 params = notebook_parameters(globals(), "07_sweeps")

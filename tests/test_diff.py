@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from topolip.cli import main
-from topolip.pipeline.diff import diff_results, format_diff
+from topolip.report.diff import diff_results, format_diff
 
 VERDICTS_A = """claim,comparison,group,measure,verdict,effect,low,high,pvalue,p_adjusted
 smooth,vit_vs_resnet,fgsm,end_to_end,supported,-0.50,-0.80,-0.20,0.004,0.012

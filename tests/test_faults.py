@@ -269,7 +269,7 @@ def test_outputs_honour_the_umask(tmp_path, umask, mode):
 def test_unreachable_scheduler_fails_within_the_timeout_naming_the_address(tmp_path):
     import socket
 
-    from topolip.tasks.cluster import Task, TaskRunner
+    from topolip.tasks import Task, TaskRunner
 
     t0 = time.perf_counter()
     with pytest.raises(RuntimeError, match=r"Dask scheduler tcp://127.0.0.1:1 is unreachable "
@@ -504,7 +504,7 @@ def _kill_my_worker_once(marker: str, data) -> int:
 
 @pytest.mark.slow
 def test_a_task_whose_worker_dies_runs_again_on_another(tmp_path):
-    from topolip.tasks.cluster import Task, TaskRunner
+    from topolip.tasks import Task, TaskRunner
 
     with TaskRunner("local", n_workers=2, progress=False) as runner:
         data = runner.share(bytes(1000))  # sent to every worker, so it survives one
@@ -517,7 +517,7 @@ def test_a_task_whose_worker_dies_runs_again_on_another(tmp_path):
 
 @pytest.mark.slow
 def test_a_dying_scheduler_is_reported_with_the_models():
-    from topolip.tasks.cluster import Task, TaskError, TaskRunner
+    from topolip.tasks import Task, TaskError, TaskRunner
 
     code = ("from distributed import LocalCluster; import time; "
             "c = LocalCluster(n_workers=1, processes=False, protocol='tcp://', "
@@ -644,7 +644,7 @@ def test_a_training_nobody_waits_for_stops_without_writing_its_checkpoint(tmp_pa
 
 
 def _wait_until_unwanted(path):
-    from topolip.tasks.cluster import task_still_wanted
+    from topolip.tasks import task_still_wanted
 
     Path(path).write_text("running" if task_still_wanted() else "unwanted at start")
     deadline = time.time() + 20
@@ -656,7 +656,7 @@ def _wait_until_unwanted(path):
 def test_a_task_whose_client_let_go_is_no_longer_wanted(tmp_path):
     from distributed import Client, LocalCluster
 
-    from topolip.tasks.cluster import task_still_wanted
+    from topolip.tasks import task_still_wanted
 
     assert task_still_wanted(), "outside a worker (a serial run) a task is wanted"
     note = tmp_path / "note.txt"

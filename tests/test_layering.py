@@ -2,11 +2,12 @@
 
 Bottom to top (README, "Layout"):
 
-- base modules: ``io``, ``roster``, ``schema`` (torch-free) and ``tensors`` (torch helpers);
+- base modules: ``io``, ``roster``, ``schema``, ``tasks`` (the Dask task runner), all
+  torch-free, and ``tensors`` (torch helpers);
 - ``topology`` (numpy only: diagrams, distances, the metric and its spec);
 - ``bounds`` (torch: closed-form and estimated Lipschitz constants; knows no model);
 - ``nets`` (torch: data, models, training) → ``perturbations`` (attacks, corruptions, OOD sets) →
-  ``tasks`` (Dask) → ``experiments`` (one trained model in, tidy rows out);
+  ``experiments`` (one trained model in, tidy rows out; the per-model tasks);
 - ``evidence`` (torch-free: statistics, claims, the measure study) → ``report``
   (torch-free: formatting, figures, findings);
 - ``pipeline`` (the chain, the book) → ``cli``.
@@ -29,20 +30,20 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "topolip"
 
-BASE = {"topolip.io", "topolip.roster", "topolip.schema"}
+BASE = {"topolip.io", "topolip.roster", "topolip.schema", "topolip.tasks"}
 #: layer -> the layers it may import (besides itself). Imports inside functions count too.
 ALLOWED: dict[str, set[str]] = {
     "topolip.io": set(),
     "topolip.roster": set(),
     "topolip.schema": {"topolip.io", "topolip.roster"},
     "topolip.tensors": set(),
+    "topolip.tasks": set(),  # torch-free and knows nothing of what a task computes
     "topolip.topology": BASE,
     "topolip.bounds": BASE | {"topolip.tensors"},
     "topolip.nets": BASE | {"topolip.tensors"},
     "topolip.perturbations": BASE | {"topolip.tensors", "topolip.nets"},
-    "topolip.tasks": BASE | {"topolip.tensors", "topolip.nets"},
     "topolip.experiments": BASE | {"topolip.tensors", "topolip.topology", "topolip.bounds",
-                                   "topolip.nets", "topolip.perturbations", "topolip.tasks"},
+                                   "topolip.nets", "topolip.perturbations"},
     "topolip.evidence": BASE,
     "topolip.report": BASE | {"topolip.evidence"},
     "topolip.pipeline": {"*"},
@@ -50,7 +51,7 @@ ALLOWED: dict[str, set[str]] = {
     "topolip": {"*"},  # the curated API, loaded lazily
 }
 #: layers whose every module imports no torch (checked in a fresh interpreter)
-TORCH_FREE = ["topolip.io", "topolip.roster", "topolip.schema", "topolip.topology",
+TORCH_FREE = ["topolip.io", "topolip.roster", "topolip.schema", "topolip.tasks", "topolip.topology",
               "topolip.evidence", "topolip.report"]
 
 
@@ -193,6 +194,52 @@ def test_torch_free_modules_load_no_matplotlib_unless_they_draw(layer):
     loaded = _loaded_after_import(modules)
     drawing = sorted(m for m in loaded if m.split(".")[0] in {"matplotlib", "seaborn"})
     assert drawing == [], f"{layer} pulls in {drawing[:5]}"
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles of ``graph`` (module -> the modules it imports): its strongly connected
+    components of more than one module (Tarjan), each sorted.
+
+    >>> import_cycles({"a": {"b"}, "b": {"a", "c"}, "c": set()})
+    [['a', 'b']]
+    """
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(cycles)
+
+
+def test_no_module_imports_itself_through_a_cycle():
+    """Issue 29: ``pipeline/book.py`` and ``pipeline/pdf.py`` imported each other (a lazy import
+    hid it). Imports inside functions count, as for the layers."""
+    files = {module_name(p): p for p in _files()}
+    graph = {m: {n for n in imported_modules(p.read_text(), m, is_package=p.name == "__init__.py")
+                 if n in files and n != m} for m, p in files.items()}
+    assert import_cycles(graph) == []
 
 
 def test_bounds_know_no_model():

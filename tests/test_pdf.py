@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from topolip.pipeline.pdf import PDF_NAME, print_page
+from topolip.pipeline.book import PDF_NAME
+from topolip.pipeline.pdf import print_page
 
 bs4 = pytest.importorskip("bs4")
 

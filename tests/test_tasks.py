@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 import torch
 
+from topolip.experiments.per_model import map_models, train_models
 from topolip.nets.data.split import ImageSplit
 from topolip.nets.train import ModelSpec, TrainConfig, accuracy, configure_threads, spec_for
-from topolip.tasks.cluster import Task, TaskError, TaskRunner, check_scheduler
-from topolip.tasks.per_model import map_models, train_models
+from topolip.tasks import Task, TaskError, TaskRunner, check_scheduler
 
 # the workers cannot import this test module: send its functions by value
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -155,7 +155,7 @@ def test_the_chain_cluster_runs_in_the_given_directory_with_one_thread(tmp_path)
 
     from distributed import Client
 
-    from topolip.tasks.cluster import local_cluster
+    from topolip.tasks import local_cluster
 
     with local_cluster(2, cwd=tmp_path) as cluster, Client(cluster) as client:
         assert set(client.run(os.getcwd).values()) == {str(tmp_path.resolve())}

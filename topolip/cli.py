@@ -103,7 +103,7 @@ def _add_diff_command(sub) -> None:
 
 def _diff(args) -> int:
     """Run ``topolip diff``: print the report; 1 when a verdict changed, else 0."""
-    from topolip.pipeline.diff import diff_results, format_diff
+    from topolip.report.diff import diff_results, format_diff
 
     diff = diff_results(args.before, args.after, rtol=args.rtol)
     for line in format_diff(diff):

@@ -364,10 +364,9 @@ def measure_trained(model: nn.Module, row: Mapping, *, data, perturbations: Mapp
                     pgd_steps: int = 10) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`measure_model` of one trained model of ``models.csv`` on its seed's images.
 
-    The per-model task of ``02_topolip`` (:func:`topolip.tasks.per_model.map_models` calls it), on
-    the
-    seed's images of the test set (:func:`model_images`): the evaluation batch is the first
-    ``max(n_robust, n_points)`` images of the seed's permutation, the TopoLip cloud its first
+    The per-model task of ``02_topolip`` (:func:`topolip.experiments.per_model.map_models` calls
+    it), on the seed's images of the test set (:func:`model_images`): the evaluation batch is the
+    first ``max(n_robust, n_points)`` images of the seed's permutation, the TopoLip cloud its first
     ``n_points``, and the noise floor's clean batch the next ``n_points`` images.
 
     Parameters
@@ -515,11 +514,10 @@ def measure_bounds_trained(model: nn.Module, row: Mapping, *, data,
                            estimate_n_iter: int = 30) -> pd.DataFrame:
     """:func:`measure_bounds` of one trained model of ``models.csv`` on its seed's images.
 
-    The per-model task of ``05_bounds_vs_measured`` (:func:`topolip.tasks.per_model.map_models`
-    calls
-    it): the batch :func:`measure_trained` measured (:func:`model_images`: the first
-    ``max(n_robust, n_points)`` images of the seed's permutation of the test set), perturbed
-    as it was.
+    The per-model task of ``05_bounds_vs_measured``
+    (:func:`topolip.experiments.per_model.map_models` calls it): the batch :func:`measure_trained`
+    measured (:func:`model_images`: the first ``max(n_robust, n_points)`` images of the seed's
+    permutation of the test set), perturbed as it was.
 
     Parameters
     ----------

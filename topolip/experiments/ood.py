@@ -264,9 +264,9 @@ def measure_ood_trained(model: nn.Module, row: Mapping, *, data: ImageSplit,
                         ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Everything ``06_ood`` measures on one trained model of ``models.csv``.
 
-    The per-model task of ``06_ood`` (:func:`topolip.tasks.per_model.map_models` calls it): TopoLip
-    between the seed's first ``n_points`` test images and ``n_points`` images of each OOD set
-    (:func:`measure_ood`; the seed's own images, so its value holds their variance), and the
+    The per-model task of ``06_ood`` (:func:`topolip.experiments.per_model.map_models` calls it):
+    TopoLip between the seed's first ``n_points`` test images and ``n_points`` images of each OOD
+    set (:func:`measure_ood`; the seed's own images, so its value holds their variance), and the
     confidence behaviour on the whole test set and OOD batches (:func:`ood_scores`, one forward pass
     per set, read by :func:`ood_behaviour`), with bootstrap resamples of those images for the AUROC
     (:func:`ood_auroc_resamples`: every seed sees the same images there, so the seeds' spread does

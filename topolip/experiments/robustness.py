@@ -289,8 +289,8 @@ def robustness_trained(model: nn.Module, row: Mapping, *, data, attack_eps: Sequ
                        ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The per-model task of ``04_robustness``: attack ladder, corruption curves, masking runs.
 
-    :func:`topolip.tasks.per_model.map_models` calls it on every trained model. The images are the
-    first ``n_images`` of the seed's permutation of the test set
+    :func:`topolip.experiments.per_model.map_models` calls it on every trained model. The images are
+    the first ``n_images`` of the seed's permutation of the test set
     (:func:`topolip.experiments.model_measurement.model_images`: the architectures of a seed share
     them), attacked and corrupted with the model's seed.
 

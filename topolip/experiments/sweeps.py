@@ -29,12 +29,12 @@ import pandas as pd
 import torch
 
 from topolip.experiments.model_measurement import measure_model
+from topolip.experiments.per_model import train_models
 from topolip.io import json_plain
 from topolip.nets.data.split import ImageSplit
 from topolip.nets.train import ModelSpec, TrainConfig, checkpoint_path, spec_for
 from topolip.perturbations.attacks import PERTURBATIONS
-from topolip.tasks.cluster import TaskRunner
-from topolip.tasks.per_model import train_models
+from topolip.tasks import TaskRunner
 from topolip.topology.spec import TopoLipSpec
 
 __all__ = ["SweepPoint", "run_sweeps", "sweep_points"]
@@ -198,7 +198,7 @@ def run_sweeps(
         Training device (default: each worker's :func:`topolip.nets.train.default_device`).
     progress : bool, default=False
         Show a progress bar over the models when ``runner`` is not given.
-    runner : topolip.tasks.cluster.TaskRunner, optional
+    runner : topolip.tasks.TaskRunner, optional
         Where the tasks run (a local Dask cluster, a remote one); default: serially in this
         process.
 
@@ -222,7 +222,7 @@ def run_sweeps(
         If ``sweeps`` is empty or an entry lacks ``base`` or ``grid``, ``perturbations`` is
         empty or holds an unknown kind, ``seeds`` is empty, or a sweep point is invalid
         (:func:`sweep_points`), before anything is trained.
-    topolip.tasks.cluster.TaskError
+    topolip.tasks.TaskError
         After every other model finished, naming each sweep model (architecture, seed,
         parameters, training configuration) whose training or measurement failed.
 

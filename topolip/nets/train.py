@@ -657,7 +657,7 @@ def fit(
         Called with no argument after each epoch, before its checkpoint is written, and before
         the final one; when it returns False the run stops there, writes nothing more and
         raises :class:`TaskAbandoned` (a Dask task passes
-        :func:`topolip.tasks.cluster.task_still_wanted`, False once its client or scheduler
+        :func:`topolip.tasks.task_still_wanted`, False once its client or scheduler
         is gone). Default: always wanted.
     channels_last : bool, optional
         Train (and evaluate) in ``channels_last`` memory format; default

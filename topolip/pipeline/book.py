@@ -40,11 +40,14 @@ from urllib.parse import urlsplit
 import nbformat
 import yaml
 
-__all__ = ["SOURCES", "build_book", "figure_bibtex", "figure_links", "figure_numbers",
+__all__ = ["PDF_NAME", "SOURCES", "build_book", "figure_bibtex", "figure_links", "figure_numbers",
            "glue_values",
            "install_cell", "paste_glue", "paste_sources",
            "publish_results", "site_url", "stage", "stage_book", "toc_documents"]
 
+#: The PDF's file name, in ``_build/pdf/`` and at the site's root (fixed, so the site's link to
+#: it and each page's ``citation_pdf_url`` hold in a fork too; :mod:`.pdf` prints it).
+PDF_NAME = "topolip-companion.pdf"
 #: What a book build needs from the repository (tests stage these into a scratch folder).
 SOURCES = ("_config.yml", "_toc.yml", "book", "notebooks", "data/profiles", "data/claims.yml",
            "data/literature.yml")
@@ -744,14 +747,12 @@ def _citation_meta(app, pagename, templatename, context, doctree):  # noqa: ARG0
     book = str(config.html_title or config.project)
     title = _html.unescape(re.sub(r"<[^>]+>", "", str(context.get("title") or book))).strip()
     stamp = int(os.environ.get("SOURCE_DATE_EPOCH", time.time()))
-    from topolip.pipeline.pdf import pdf_name
-
     tags = {"citation_title": title if pagename == config.root_doc else f"{title}. In: {book}",
             "citation_author": config.author,
             "citation_publication_date": _commit_date(str(app.srcdir)) or
             time.strftime("%Y/%m/%d", time.gmtime(stamp)),
             "citation_publisher": config.author,
-            "citation_pdf_url": site + pdf_name(Path(app.srcdir)),
+            "citation_pdf_url": site + PDF_NAME,
             "citation_public_url": site + pagename + ".html"}
     meta = "".join(f'<meta name="{k}" content="{_html.escape(str(v), quote=True)}">\n'
                    for k, v in tags.items())

@@ -428,7 +428,7 @@ class _Scheduler:
     allowed = "local, serial or a scheduler address such as tcp://host:8786"
 
     def __call__(self, v):
-        from topolip.tasks.cluster import check_scheduler
+        from topolip.tasks import check_scheduler
 
         try:
             return check_scheduler(v)

@@ -36,12 +36,16 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from topolip.pipeline.book import FIT_TABLES_JS, repository_url, site_url, toc_documents
+from topolip.pipeline.book import (
+    FIT_TABLES_JS,
+    PDF_NAME,
+    repository_url,
+    site_url,
+    toc_documents,
+)
 
-__all__ = ["build_pdf", "pdf_name", "print_page"]
+__all__ = ["build_pdf", "print_page"]
 
-#: The PDF's file name, in ``_build/pdf/`` and at the site's root.
-PDF_NAME = "topolip-companion.pdf"
 #: The assembled page, relative to the built HTML.
 PRINT_PAGE = "print.html"
 #: Hidden in print: the theme's chrome, buttons, permalinks, launch and Thebe widgets.
@@ -98,15 +102,6 @@ function ready() {
 }
 if (document.readyState === "complete") ready(); else window.addEventListener("load", ready);
 """
-
-
-def pdf_name(root: str | Path = ".") -> str:  # noqa: ARG001 (one signature if it ever varies)
-    """The PDF's file name (fixed, so the site's link to it holds in a fork too).
-
-    >>> pdf_name()
-    'topolip-companion.pdf'
-    """
-    return PDF_NAME
 
 
 def _is_relative(url: str) -> bool:
@@ -279,8 +274,8 @@ def _binaries(chromium: str | None, chromedriver: str | None) -> tuple[str, str]
 def build_pdf(html: str | Path = "_build/html", root: str | Path = ".", *,
               out: str | Path | None = None, chromium: str | None = None,
               chromedriver: str | None = None) -> Path:
-    """Print the built book to ``_build/pdf/<name>.pdf`` (:func:`pdf_name`) and copy it into
-    ``html``; return the PDF's path.
+    """Print the built book to ``_build/pdf/<name>.pdf``
+    (:data:`topolip.pipeline.book.PDF_NAME`) and copy it into ``html``; return the PDF's path.
 
     Parameters
     ----------
@@ -302,7 +297,7 @@ def build_pdf(html: str | Path = "_build/html", root: str | Path = ".", *,
     """
     html, root = Path(html).resolve(), Path(root).resolve()
     chromium, chromedriver = _binaries(chromium, chromedriver)
-    out = Path(out) if out else root / "_build" / "pdf" / pdf_name(root)
+    out = Path(out) if out else root / "_build" / "pdf" / PDF_NAME
     page = print_page(html, root)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

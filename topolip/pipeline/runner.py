@@ -727,7 +727,7 @@ class _SharedCluster:
 
     def address(self) -> str:
         if self._cluster is None:
-            from topolip.tasks.cluster import local_cluster
+            from topolip.tasks import local_cluster
 
             t0 = time.perf_counter()
             self._cluster = local_cluster(self.n_workers, cwd=self.root)  # where notebooks run
@@ -739,7 +739,7 @@ class _SharedCluster:
     def check(self, address: str) -> None:
         """Raise RuntimeError naming ``address`` if it does not answer within the timeout."""
         if address not in self._reached:
-            from topolip.tasks.cluster import probe_scheduler
+            from topolip.tasks import probe_scheduler
 
             probe_scheduler(address, self.timeout)
             self._reached.add(address)

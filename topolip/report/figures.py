@@ -1074,7 +1074,7 @@ def plot_attention_scaling(attention: pd.DataFrame, *, width: int | None = None,
     ----------
     attention : pandas.DataFrame
         Columns ``n`` (tokens), ``R`` (token norm), ``width`` (D), ``bound``, ``estimate``
-        (NaN where not computed), as :func:`topolip.bounds.theory.attention_scaling` builds it.
+        (NaN where not computed), as :func:`topolip.experiments.theory.attention_scaling` builds it.
     width : int, optional
         The width D of the rows used in the first two panels; by default the width with the
         most rows (that of the length and radius sweeps).
@@ -1164,8 +1164,8 @@ def plot_conv_scaling(conv: pd.DataFrame, *, profile_note: str | None = None) ->
     ----------
     conv : pandas.DataFrame
         Columns ``sweep`` ("kernel size", "channels", "input size"), ``value``, ``certified``,
-        ``circular``, ``cheap``, ``estimate``, as :func:`topolip.bounds.theory.conv_scaling` builds
-        it.
+        ``circular``, ``cheap``, ``estimate``, as :func:`topolip.experiments.theory.conv_scaling`
+        builds it.
     profile_note : str, optional
         Written under the panels.
 

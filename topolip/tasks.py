@@ -23,9 +23,11 @@ library functions as they are (they take an :class:`~topolip.nets.data.split.Ima
 tensors, not their recipe), needs no data folder on the workers, and in serial mode costs nothing
 (the object itself is passed).
 
-Two helpers build on the runner: :func:`train_models` (the trainings of the chain) and
-:func:`map_models` (one function over the trained models of ``models.csv``, rows gathered in its
-order).
+The module is a base of the package: torch-free, it imports nothing of :mod:`topolip` (what a
+task computes is the caller's). Two helpers build on the runner in the experiments layer:
+:func:`topolip.experiments.per_model.train_models` (the trainings of the chain) and
+:func:`topolip.experiments.per_model.map_models` (one function over the trained models of
+``models.csv``, rows gathered in its order).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The theory chapter's experiments (topolip.bounds.theory): every bound against its estimate on
-random layers, and the attention and convolution sweeps."""
+"""The theory chapter's experiments (topolip.experiments.theory): every bound against its estimate
+on random layers, and the attention and convolution sweeps."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from topolip.bounds.segments import BoundViolation
-from topolip.bounds.theory import attention_scaling, bound_check, conv_scaling, random_layers
+from topolip.experiments.theory import attention_scaling, bound_check, conv_scaling, random_layers
 
 
 def gen(seed: int) -> torch.Generator:
@@ -68,7 +68,7 @@ def test_bound_check_is_exact_on_a_diagonal_linear_map_and_holds_everywhere():
 
 
 def test_bound_check_catches_a_wrong_bound(monkeypatch):
-    import topolip.bounds.theory as theory
+    import topolip.experiments.theory as theory
 
     monkeypatch.setattr(theory, "lipschitz_bound", lambda *_a, **_k: 1e-3)
     with pytest.raises(BoundViolation, match="estimate exceeds the bound"):

@@ -1,4 +1,4 @@
-"""Per-model tasks on a :class:`topolip.tasks.cluster.TaskRunner`:
+"""Per-model tasks on a :class:`topolip.tasks.TaskRunner`:
 :func:`train_models` trains (or loads from its checkpoint) each model of a roster;
 :func:`map_models` maps a function over the trained models of a ``models.csv`` table.
 """
@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from topolip.tasks.cluster import Task, TaskRunner
+from topolip.tasks import Task, TaskRunner
 
 __all__ = ["map_models", "train_models"]
 
@@ -23,7 +23,7 @@ def _describe(spec, config) -> str:
 
 def _train(spec, data, config, results_dir, device, measure):
     from topolip.nets.train import checkpoint_path, fit
-    from topolip.tasks.cluster import task_still_wanted
+    from topolip.tasks import task_still_wanted
 
     ckpt = checkpoint_path(results_dir, spec, config, data)
     result = fit(spec, data, config, checkpoint=ckpt, device=device, progress=False,
