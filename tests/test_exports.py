@@ -108,7 +108,6 @@ def export_problems(package: ModuleType) -> list[str]:
                 if not (root / alias.name).is_dir() and not (root / f"{alias.name}.py").exists():
                     problems.append(f"{name} re-exports {alias.name} (import it from "
                                     f"{source or name})")
-    own = defined_names(Path(package.__file__).read_text())
     for n in getattr(package, "__all__", ()):
         if not hasattr(package, n):
             problems.append(f"{name}.{n} is in __all__ but not defined")
@@ -125,7 +124,6 @@ def export_problems(package: ModuleType) -> list[str]:
         for n in sub.__all__:
             if n not in sub_own:
                 problems.append(f"{sub.__name__}.{n} is in __all__ but not defined there")
-    del own
     return problems
 
 
