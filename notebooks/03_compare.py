@@ -28,10 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
+from topolip import roster
 from topolip.pipeline.figure_registry import publish_registered
 from topolip.pipeline.provenance import read_table
 from topolip.report.findings import compare_findings
-from topolip.report.format import glue_all, kind_label, show_parameters, show_table
+from topolip.report.format import glue_all, show_parameters, show_table
 
 tables = Path(results_dir) / "tables"
 table = read_table(tables / "topolip.csv")
@@ -98,7 +99,7 @@ per_arch = (logged.groupby(["perturbation", "arch"], sort=False)
                  seeds=("seed", "nunique"))
             .reset_index())
 per_arch[ratios] = np.exp(per_arch[ratios])
-per_arch["perturbation"] = per_arch["perturbation"].map(kind_label)
+per_arch["perturbation"] = per_arch["perturbation"].map(roster.label)
 show_table(per_arch, columns={"perturbation": "perturbation", "arch": "architecture",
                               "end_to_end_scale_free": "Δˢᶠ_L / Δˢᶠ_0 (primary)",
                               "end_to_end": "Δ_L / Δ_0 (raw)",

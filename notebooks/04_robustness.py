@@ -72,6 +72,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from topolip import roster
 from topolip.evidence.claims import smoothness_table
 from topolip.evidence.masking import MASKING_CHECKS, ladder_table, masking_checks
 from topolip.experiments.per_model import map_models
@@ -84,7 +85,6 @@ from topolip.pipeline.provenance import read_table, write_table
 from topolip.report.findings import radius_findings, robustness_findings
 from topolip.report.format import (
     glue_all,
-    kind_label,
     masking_check_label,
     show_parameters,
     show_table,
@@ -188,7 +188,7 @@ _ = glue_all(radius_findings(tables, params))
 
 # %% tags=["remove-input"]
 view = ladder.copy()
-view["perturbation"] = view["perturbation"].map(kind_label)
+view["perturbation"] = view["perturbation"].map(roster.label)
 show_table(view, columns={"arch": "model", "perturbation": "attack", "n_models": "seeds",
                           "accuracy_mean": "accuracy (mean)", "accuracy_sd": "s.d. over seeds",
                           "accuracy_drop_mean": "accuracy drop (mean)",
@@ -321,7 +321,7 @@ show_table(grid, columns={"arch": "model", "seed": "seed",
 # %% tags=["remove-input"]
 view = smooth.copy()
 view["response"] = view["response"].str.replace("_", " ")
-view["group"] = view["group"].map(lambda g: "all kinds" if g == "pooled" else kind_label(g))
+view["group"] = view["group"].map(lambda g: "all kinds" if g == "pooled" else roster.label(g))
 show_table(view[["level", "group", "response", "role", "n", "tau", "pvalue", "p_adjusted"]],
            columns={"level": "level", "group": "perturbation", "response": "response",
                     "role": "role", "n": "observations", "tau": "Kendall τ",

@@ -51,6 +51,7 @@ n_workers = None        # processes of the local cluster, 1 thread each (None: t
 # %% tags=["remove-input"]
 from pathlib import Path
 
+from topolip import roster
 from topolip.experiments.model_measurement import model_summaries
 from topolip.experiments.ood import measure_ood_trained
 from topolip.experiments.per_model import map_models
@@ -60,7 +61,7 @@ from topolip.pipeline.figure_registry import publish_registered
 from topolip.pipeline.params import notebook_parameters
 from topolip.pipeline.provenance import read_table, write_table
 from topolip.report.findings import ood_findings
-from topolip.report.format import glue_all, kind_label, show_parameters, show_table
+from topolip.report.format import glue_all, show_parameters, show_table
 from topolip.tasks import TaskRunner
 from topolip.topology.spec import TopoLipSpec
 
@@ -135,7 +136,7 @@ _ = glue_all(ood_findings({"ood_topolip_summary": summary, "ood_behaviour": beha
 # %% tags=["remove-input"]
 table = behaviour.groupby(["dataset", "arch"], sort=False)[
     ["mean_confidence", "accuracy", "auroc"]].mean().reset_index()
-table["dataset"] = table["dataset"].map(kind_label)
+table["dataset"] = table["dataset"].map(roster.label)
 show_table(table, columns={"dataset": "data set", "arch": "architecture",
                            "mean_confidence": "mean confidence", "accuracy": "accuracy",
                            "auroc": "AUROC"}, digits=3,

@@ -54,7 +54,7 @@ from pathlib import Path
 from IPython.display import Markdown, display
 
 from topolip.evidence.calibration import power_table
-from topolip.evidence.claims import claim_findings, evaluate, load_claims, with_options
+from topolip.evidence.claims import evaluate, load_claims, with_options
 from topolip.pipeline.figure_registry import publish_registered
 from topolip.pipeline.params import notebook_parameters
 from topolip.pipeline.provenance import read_table, write_table
@@ -66,6 +66,7 @@ from topolip.report.format import (
     show_parameters,
     show_table,
 )
+from topolip.report.verdict_sentences import claim_findings
 from topolip.roster import claim_title, measure_label
 
 params = {**notebook_parameters(globals(), "08_verdict"), "claims": "data/claims.yml"}

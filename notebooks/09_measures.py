@@ -77,12 +77,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from topolip import roster
 from topolip.evidence.measures import measure_population, measure_study
 from topolip.pipeline.figure_registry import publish_registered
 from topolip.pipeline.params import notebook_parameters
 from topolip.pipeline.provenance import read_table, write_table
 from topolip.report.findings import learner_findings, measures_findings
-from topolip.report.format import format_interval, glue_all, kind_label, show_parameters, show_table
+from topolip.report.format import format_interval, glue_all, show_parameters, show_table
 
 params = notebook_parameters(globals(), "09_measures")
 show_parameters({**params, "tables read": "topolip_summary.csv, sweeps.csv",
@@ -175,7 +176,7 @@ show_table(prim[["label", "tau_within", "p_within", "p_within_holm", "tau_pooled
 # %% tags=["remove-input"]
 wide = study[study["role"] == "secondary"].pivot_table(
     index="label", columns="perturbation", values="tau_within", sort=False)
-wide.columns = [kind_label(c) for c in wide.columns]
+wide.columns = [roster.label(c) for c in wide.columns]
 show_table(wide.reset_index(names="measure"), digits=2,
            caption="Within-architecture Kendall τ with the accuracy drop, per measure (rows) "
                    "and perturbation kind (columns); p-values, pooled τ and the per-kind "

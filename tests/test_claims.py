@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
+from topolip import roster
 from topolip.evidence.claims import (
     CHECKS,
     FLOOR_VERDICT,
     Claim,
-    claim_findings,
     effective_radius,
     evaluate,
     families,
@@ -26,7 +26,7 @@ from topolip.evidence.claims import (
     verdict_counts,
     with_options,
 )
-from topolip.report.format import kind_label
+from topolip.report.verdict_sentences import claim_findings
 
 ROOT = Path(__file__).resolve().parents[1]
 PRIMARY = {"comparison": "vit vs resnet", "group": "pgd"}
@@ -150,7 +150,7 @@ def test_more_robust_uses_the_ladder_at_the_topolip_eps_and_flags_changes():
     assert v.loc["pgd", "effect"] == pytest.approx(np.mean(np.subtract(
         drops[("vit", "pgd")], drops[("resnet", "pgd")])))
     assert ("verdict changes with attack strength: FGSM supported, PGD inconclusive, "
-            f"{kind_label('autoattack')} inconclusive") in v.loc["pgd", "flag"]
+            f"{roster.label('autoattack')} inconclusive") in v.loc["pgd", "flag"]
     assert "gradient-masking check failed in 1 seed pairs" in v.loc["fgsm", "flag"]
 
 
@@ -483,7 +483,7 @@ def test_findings_count_families_and_say_only_what_is_decisive():
         "(95% interval 0.55–0.82, p = 0.004; the design detects a ratio ≤ 0.7 or ≥ 1.43 with "
         "80% power).")
     assert f["primary"]["b"].startswith(
-        f"The ResNet is more robust: under {kind_label('autoattack')} the ViT's accuracy drop "
+        f"The ResNet is more robust: under {roster.label('autoattack')} the ViT's accuracy drop "
         "minus the ResNet's is")
     assert "+0.120 (95% interval +0.050 to +0.190" in f["primary"]["b"]
     assert len(f["decisive"]) == 2 and f["decisive"][0].startswith("*A* (primary)")

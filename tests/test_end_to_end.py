@@ -8,14 +8,14 @@ import pandas as pd
 import pytest
 from test_book_html import check_book_html
 
+from topolip import roster
 from topolip.evidence.calibration import power_table
-from topolip.evidence.claims import claim_findings
-from topolip.evidence.measures import study_findings
 from topolip.pipeline.book import build_book, glue_values, stage
 from topolip.pipeline.params import apply_overrides, load_profile
 from topolip.pipeline.provenance import read_table
 from topolip.pipeline.runner import run_chain
-from topolip.report.format import kind_label
+from topolip.report.measure_sentences import study_findings
+from topolip.report.verdict_sentences import claim_findings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -132,7 +132,7 @@ def test_chain_and_book(tmp_path):
         assert glued["08_verdict"][f"primary-{claim}"] == sentence, claim
     assert glued["08_verdict"]["headline-n-decisive"] == str(found["n_decisive"])
     assert glued["08_verdict"]["headline-n-families"] == str(found["n_families"])
-    study = study_findings(read_table(tables / "measure_study.csv"), kind_label=kind_label)
+    study = study_findings(read_table(tables / "measure_study.csv"), kind_label=roster.label)
     assert glued["09_measures"]["ms-sentence"] == study["sentence"]
     models = read_table(tables / "models.csv")
     assert glued["01_train"]["n-models"] == str(len(models))

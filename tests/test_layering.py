@@ -247,3 +247,24 @@ def test_bounds_know_no_model():
         names = imported_modules(path.read_text(), module_name(path),
                                  is_package=path.name == "__init__.py")
         assert not [n for n in names if n.startswith("topolip.nets")], path.name
+
+
+def sentence_builders(source: str) -> list[str]:
+    """The functions of ``source`` that write the book's prose: named ``*_findings`` or
+    ``*sentence*`` (issue 29: numbers in ``evidence/``, words in ``report/``).
+
+    >>> sentence_builders("def claim_findings(v): ...\\ndef _sentence(r): ...\\ndef holm(p): ...")
+    ['claim_findings', '_sentence']
+    """
+    return [n.name for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.FunctionDef)
+            and (n.name.endswith("_findings") or "sentence" in n.name)]
+
+
+def test_sentences_are_written_in_report_only():
+    """The layers below ``report`` compute numbers; every sentence builder lives in
+    ``topolip.report`` (``verdict_sentences``, ``measure_sentences``, ``findings``,
+    ``literature``)."""
+    words = {module_name(p): sentence_builders(p.read_text()) for p in _files()
+             if not module_name(p).startswith("topolip.report")}
+    assert {m: f for m, f in words.items() if f} == {}

@@ -17,9 +17,9 @@ from topolip.evidence.measures import (
     granulated_taus,
     measure_population,
     measure_study,
-    study_findings,
     within_tau,
 )
+from topolip.report.measure_sentences import study_findings
 
 FLAG = "input displacement within the noise floor"
 

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from topolip import roster
-from topolip.report.format import ARCH_LABELS, arch_label, arch_ranking, glue_text, kind_label
+from topolip.report.format import arch_label, arch_ranking, glue_text
 from topolip.schema import require_columns
 
 __all__ = [
@@ -196,16 +196,16 @@ def train_findings(tables: Tables, params: Mapping[str, Any], *, capacity: pd.Da
         value = acc["mean"].get(arch, float("nan"))
         f[f"acc-{arch.replace('_', '-')}"] = glue_text(value, "{:.3f}")
     best, worst = acc["mean"].idxmax(), acc["mean"].idxmin()
-    f["acc-best-arch"] = glue_text(ARCH_LABELS.get(best, best), "{}")
+    f["acc-best-arch"] = glue_text(roster.label(best), "{}")
     f["acc-best"] = glue_text(acc["mean"].max(), "{:.3f}")
-    f["acc-worst-arch"] = glue_text(ARCH_LABELS.get(worst, worst), "{}")
+    f["acc-worst-arch"] = glue_text(roster.label(worst), "{}")
     f["acc-worst"] = glue_text(acc["mean"].min(), "{:.3f}")
     f["acc-spread"] = glue_text(acc["mean"].max() - acc["mean"].min(), "{:.3f}")
     short = [(a, m) for a, m in acc["mean"].items() if m < ACCURACY_GOAL]
     f["acc-goal"] = glue_text(
         f"every architecture reaches the goal of {ACCURACY_GOAL:.2f}" if not short else
         f"below the goal of {ACCURACY_GOAL:.2f}: " + "; ".join(
-            f"the {ARCH_LABELS.get(a, a)} ({m:.3f}, short by {ACCURACY_GOAL - m:.3f})"
+            f"the {roster.label(a)} ({m:.3f}, short by {ACCURACY_GOAL - m:.3f})"
             for a, m in short), "{}")
     (attention, convolution), *_ = roster.family_pairs()  # the goal's pair: ViT and ResNet
     if {attention, convolution} <= set(acc.index):
@@ -219,8 +219,8 @@ def train_findings(tables: Tables, params: Mapping[str, Any], *, capacity: pd.Da
     unmatched = capacity[~capacity["matched"]]
     f["match-verdict"] = glue_text("both compared pairs are matched" if unmatched.empty else (
         "NOT matched in this run: " + "; ".join(
-            f"{ARCH_LABELS.get(r.attention, r.attention)} against "
-            f"{ARCH_LABELS.get(r.convolution, r.convolution)}, ratio {r.parameter_ratio:.2f}"
+            f"{roster.label(r.attention)} against "
+            f"{roster.label(r.convolution)}, ratio {r.parameter_ratio:.2f}"
             for r in unmatched.itertuples())
         + ", so the comparisons of that pair confound the architecture with its size (the "
         "profiles are matched; a parameter override can undo it)"), "{}")
@@ -268,7 +268,7 @@ def topolip_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str
     inputs = table[table["depth"] == 0]
     below = inputs.groupby("perturbation")["within_noise_floor"].mean()
     f["tl-kinds-input-below"] = glue_text(", ".join(
-        kind_label(k) for k, v in below.items() if v > 0.5) or "none", "{}")
+        roster.label(k) for k, v in below.items() if v > 0.5) or "none", "{}")
     f["tl-n-kinds-input-below"] = glue_text(int((below > 0.5).sum()), "{}")
     above = table[(table["depth"] > 0) & ~table["within_noise_floor"]]
     f["tl-share-layers-above"] = glue_text(100 * len(above) / max(len(ratios), 1), "{:.0f}%")
@@ -315,7 +315,7 @@ def compare_findings(tables: Tables) -> dict[str, str]:
     headline = min(kinds, key=lambda k: (flagged.get(k, 0.0), kinds.index(k)))
     first = e2e.loc[headline].dropna().sort_values()
     f: dict[str, str] = {}
-    f["e2e-kind"] = glue_text(kind_label(headline), "{}")
+    f["e2e-kind"] = glue_text(roster.label(headline), "{}")
     f["e2e-smoothest-arch"] = glue_text(arch_label(first.index[0]), "{}")
     f["e2e-smoothest"] = glue_text(first.iloc[0])
     f["e2e-roughest-arch"] = glue_text(arch_label(first.index[-1]), "{}")
@@ -323,7 +323,7 @@ def compare_findings(tables: Tables) -> dict[str, str]:
     (vit, resnet), (attention_stack, conv_stack) = roster.family_pairs()
     f["e2e-vit"] = glue_text(first.get(vit, float("nan")))
     f["e2e-resnet"] = glue_text(first.get(resnet, float("nan")))
-    f["e2e-rankings"] = glue_text("; ".join(f"{kind_label(kind)}: {arch_ranking(row)}"
+    f["e2e-rankings"] = glue_text("; ".join(f"{roster.label(kind)}: {arch_ranking(row)}"
                                             for kind, row in e2e.iterrows()), "{}")
     below = family_below_counts(summary)
     f["e2e-vit-below-resnet"] = glue_text(below[(vit, resnet)], "{}")
@@ -398,7 +398,7 @@ def robustness_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, 
     for attack in ("fgsm", "pgd", "autoattack", "square"):
         row = ladder[ladder["perturbation"] == attack].sort_values("accuracy_mean")
         f[f"rb-{attack}-ranking"] = glue_text(", ".join(
-            f"{ARCH_LABELS.get(a, a)} {v:.2f}"
+            f"{roster.label(a)} {v:.2f}"
             for a, v in zip(row["arch"], row["accuracy_mean"], strict=True)), "{}")
     pivot = ladder.pivot(index="arch", columns="perturbation", values="accuracy_mean")
     f["rb-aa-below-pgd"] = glue_text(float((pivot["pgd"] - pivot["autoattack"]).max()),
@@ -406,7 +406,7 @@ def robustness_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, 
     f["rb-n-attacked"] = glue_text(n_models, "{}")
     f["rb-n-flagged"] = glue_text(len(flagged), "{}")
     f["rb-flagged"] = glue_text("; ".join(
-        f"{ARCH_LABELS.get(a, a)} seed {s} ({c})" for a, s, c in flagged.values)
+        f"{roster.label(a)} seed {s} ({c})" for a, s, c in flagged.values)
         if len(flagged) else "none", "{}")
     passes = masking[masking["check"] != "all"].groupby("check", sort=False)["passed"].sum()
     f["rb-check-failures"] = glue_text(", ".join(
@@ -553,15 +553,15 @@ def ood_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]:
         return arch_ranking(row, "{:.2f}", sep=", ", item="{label} {value}")
 
     f: dict[str, str] = {}
-    f["ood-e2e-rankings"] = glue_text("; ".join(f"{kind_label(k)}: {ranking(r)}"
+    f["ood-e2e-rankings"] = glue_text("; ".join(f"{roster.label(k)}: {ranking(r)}"
                                                 for k, r in e2e.iterrows()), "{}")
-    f["ood-auroc-rankings"] = glue_text("; ".join(f"{kind_label(k)}: {ranking(r)}"
+    f["ood-auroc-rankings"] = glue_text("; ".join(f"{roster.label(k)}: {ranking(r)}"
                                                   for k, r in auroc.iterrows()), "{}")
     below = auroc.stack()
     below = below[below < 0.5]
     f["ood-n-below-chance"] = glue_text(f"{len(below)} of {auroc.size}", "{}")
     f["ood-below-chance"] = glue_text(", ".join(
-        f"{ARCH_LABELS.get(a, a)} on {kind_label(d)} ({v:.2f})"
+        f"{roster.label(a)} on {roster.label(d)} ({v:.2f})"
         for (d, a), v in below.items()) or "none", "{}")
     f["ood-n-points"] = glue_text(params["n_points"], "{}")
     f["ood-n-ood"] = glue_text(params["n_ood"], "{}")
@@ -609,22 +609,22 @@ def sweeps_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]
         diffs = e2e.diff().dropna()
         trend = ("rises" if (diffs > 0).all() else "falls" if (diffs < 0).all()
                  else "is not monotone")
-        trends.append(f"{ARCH_LABELS.get(arch, arch)} {param.replace('_', ' ')}: {trend} "
+        trends.append(f"{roster.label(arch)} {param.replace('_', ' ')}: {trend} "
                       f"({e2e.iloc[0]:.2f} to {e2e.iloc[-1]:.2f})")
     f: dict[str, str] = {}
     f["sw-trends"] = glue_text("; ".join(trends), "{}")
-    f["sw-kind"] = glue_text(kind_label(kind), "{}")
-    f["sw-kinds"] = glue_text(" and ".join(kind_label(k)
+    f["sw-kind"] = glue_text(roster.label(kind), "{}")
+    f["sw-kinds"] = glue_text(" and ".join(roster.label(k)
                                            for k in params["sweep_perturbations"]), "{}")
     f["sw-n-points"] = glue_text(params["n_points"], "{}")
     f["sw-n-robust"] = glue_text(max(params["n_robust"], params["n_points"]), "{}")
     f["sw-n-models"] = glue_text(table["checkpoint"].nunique(), "{}")
     f["sw-epochs"] = glue_text(params["sweep_epochs"], "{}")
     span = shown.groupby("arch")["end_to_end_scale_free"].agg(lambda v: v.max() / v.min())
-    f["sw-max-span-arch"] = glue_text(ARCH_LABELS.get(span.idxmax(), span.idxmax()), "{}")
+    f["sw-max-span-arch"] = glue_text(roster.label(span.idxmax()), "{}")
     f["sw-max-span"] = glue_text(float(span.max()), "{:.1f}")
     family = shown.groupby("arch")["end_to_end_scale_free"].agg(["min", "max", "median"])
-    f["sw-ranges"] = glue_text("; ".join(f"{ARCH_LABELS.get(a, a)} {r['min']:.2f}–{r['max']:.2f}"
+    f["sw-ranges"] = glue_text("; ".join(f"{roster.label(a)} {r['min']:.2f}–{r['max']:.2f}"
                                          for a, r in family.iterrows()), "{}")
     f["sw-median-span"] = glue_text(float(family["median"].max() / family["median"].min()),
                                     "{:.1f}")
@@ -633,7 +633,7 @@ def sweeps_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]
     size_tau = {arch: kendall_tau(np.log(part.index.get_level_values("parameters")),
                                   part["end_to_end_scale_free"])
                 for arch, part in size.groupby(level=0) if len(part) >= 3}
-    f["sw-size-tau"] = glue_text("; ".join(f"{ARCH_LABELS.get(a, a)} {v:+.2f}"
+    f["sw-size-tau"] = glue_text("; ".join(f"{roster.label(a)} {v:+.2f}"
                                            for a, v in size_tau.items()) or "none", "{}")
     return f
 
@@ -782,14 +782,15 @@ def verdict_findings(tables: Tables, *, claims: Sequence, alpha: float, n_seeds:
         ``headline-n-seeds``, ``headline-n-families``, ``headline-n-primary``,
         ``headline-error-bound``, ``headline-alpha``, ``headline-n-comparisons``,
         ``headline-n-decisive``, ``headline-n-supported``, ``headline-n-contradicted``,
-        ``headline-n-near`` (:func:`topolip.evidence.claims.claim_findings` with the power table of
-        :func:`topolip.evidence.calibration.power_table`); per claim ``headline-<id>`` (its counts,
-        ``no test`` when none) and, for a claim with a primary row, ``primary-<id>`` and
-        ``primary-row-<id>``; ``headline-envelope-ratio``; ``vd-floor-low`` and
-        ``vd-floor-high`` (:data:`topolip.evidence.claims.ROBUST_FLOOR`).
+        ``headline-n-near`` (:func:`topolip.report.verdict_sentences.claim_findings` with the
+        power table of :func:`topolip.evidence.calibration.power_table`); per claim
+        ``headline-<id>`` (its counts, ``no test`` when none) and, for a claim with a primary
+        row, ``primary-<id>`` and ``primary-row-<id>``; ``headline-envelope-ratio``;
+        ``vd-floor-low`` and ``vd-floor-high`` (:data:`topolip.evidence.claims.ROBUST_FLOOR`).
     """
     from topolip.evidence.calibration import power_table
-    from topolip.evidence.claims import ROBUST_FLOOR, claim_findings
+    from topolip.evidence.claims import ROBUST_FLOOR
+    from topolip.report.verdict_sentences import claim_findings
 
     verdicts = _frames(tables, ("verdicts",))["verdicts"]
     if power is None:
@@ -832,8 +833,8 @@ def measures_findings(tables: Tables, *, alpha: float) -> dict[str, str]:
     Returns
     -------
     dict
-        From :func:`topolip.evidence.measures.study_findings`: ``ms-sentence``, ``ms-n-models``,
-        ``ms-n-archs``, ``ms-n-seeds``, ``ms-n-kinds``, ``ms-n-excluded``,
+        From :func:`topolip.report.measure_sentences.study_findings`: ``ms-sentence``,
+        ``ms-n-models``, ``ms-n-archs``, ``ms-n-seeds``, ``ms-n-kinds``, ``ms-n-excluded``,
         ``ms-n-permutations``, ``ms-min-p``, ``ms-ref-tau``, ``ms-ref-p``, ``ms-ref-pooled``,
         ``ms-ref-rank``, ``ms-top-measure``, ``ms-top-tau``, ``ms-ref-taus``,
         ``ms-n-comparisons``, ``ms-n-better``, ``ms-n-worse``, ``ms-n-undecided``,
@@ -842,11 +843,11 @@ def measures_findings(tables: Tables, *, alpha: float) -> dict[str, str]:
         ``ms-granulated``, ``ms-near``, ``ms-family-note``, ``ms-significance`` (``shows`` or
         ``does not show``).
     """
-    from topolip.evidence.measures import study_findings
+    from topolip.report.measure_sentences import study_findings
 
     study = _frames(tables, ("measure_study",))["measure_study"].copy()
     study["comparison"] = study["comparison"].astype(object).fillna("")  # "" read back as NaN
-    m = study_findings(study, alpha=alpha, kind_label=kind_label)
+    m = study_findings(study, alpha=alpha, kind_label=roster.label)
     f: dict[str, str] = {}
     for key, name, fmt in (
         ("ms-sentence", "sentence", "{}"), ("ms-n-models", "n_models", "{}"),

@@ -23,7 +23,7 @@ from topolip import roster
 __all__ = [
     "ARCH_COLORS", "ARCH_DASHES", "ARCH_LABELS", "ARCH_MARKERS", "KIND_LABELS", "MISSING",
     "arch_label", "arch_ranking", "comparison_label", "format_interval", "format_value",
-    "glue_all", "glue_number", "glue_text", "kind_label", "masking_check_label",
+    "glue_all", "glue_number", "glue_text", "masking_check_label",
     "show_parameters", "show_table",
 ]
 
@@ -46,17 +46,6 @@ ARCH_MARKERS: dict[str, str] = {a.name: a.marker for a in roster.ARCHS}
 #: The one spelling of a missing value in every table of the book.
 MISSING = "—"
 
-
-def kind_label(kind: str) -> str:
-    """Human name of a perturbation kind, data set or group for display (unknown names, such as
-    ``"pooled"``: underscores as spaces); :func:`topolip.roster.label`.
-
-    Examples
-    --------
-    >>> kind_label("gaussian_noise"), kind_label("new_kind")
-    ('Gaussian noise', 'new kind')
-    """
-    return roster.label(kind)
 
 
 def arch_label(arch: str) -> str:
@@ -129,7 +118,7 @@ def comparison_label(comparison: str, group: str) -> str:
     'ViT vs ResNet, Gaussian noise'
     """
     # a comparison that is not of architectures (an association's) is shown as written
-    return roster.pair_label(comparison) + ", " + kind_label(group)
+    return roster.pair_label(comparison) + ", " + roster.label(group)
 
 
 def format_interval(value: float, low: float, high: float, fmt: str = "{:.3g}") -> str:
