@@ -98,7 +98,7 @@ show_parameters(params)
 tables = Path(results_dir) / "tables"
 models = read_table(tables / "models.csv")
 data = load_dataset(dataset, n_train=n_train, n_test=n_test, seed=split_seed, root=data_root)
-eps_topolip = topolip_strengths["pgd"]  # the TopoLip budget: Square and the steps check run here
+eps_topolip = topolip_strengths[roster.BUDGET_KIND]  # the TopoLip budget: Square, steps check
 
 with TaskRunner(scheduler, n_workers=n_workers) as runner:
     curves, probes = map_models(

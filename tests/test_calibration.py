@@ -348,3 +348,16 @@ def test_a_per_architecture_relabelling_fails_the_calibration(monkeypatch):
     bad = _rates(calibrate(n, **kw))
     assert good["primary"] <= allowance(n), good
     assert bad["primary"] > allowance(n) + 0.05, bad
+
+
+@pytest.mark.parametrize("profile", ["quick", "paper"])
+def test_the_simulated_kinds_are_those_the_profiles_measure(profile):
+    """The simulated books have the kinds of the real ones: the profile's TopoLip kinds, in
+    roster order."""
+    import yaml
+
+    from topolip.evidence.calibration import KINDS
+
+    path = Path(__file__).resolve().parents[1] / "data" / "profiles" / f"{profile}.yml"
+    measured = yaml.safe_load(path.read_text())["topolip_strengths"]
+    assert KINDS == tuple(k for k in roster.kind_names() if k in measured)

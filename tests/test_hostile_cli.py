@@ -71,7 +71,7 @@ def test_schema_kinds_match_the_library():
 
     assert set(_MODEL_GROUPS) == set(ARCHITECTURES)
     assert set(_OOD_LIMITS) == set(OOD_SETS)
-    assert validate_params({"topolip_strengths": {k: 1 for k in CORRUPTIONS}})
+    assert validate_params({"topolip_strengths": {"pgd": 0.1, **{k: 1 for k in CORRUPTIONS}}})
     assert validate_params({"sweep_perturbations": {k: 0.1 for k in ATTACKS}})
 
 
@@ -86,10 +86,10 @@ BAD = [  # (override, words the one-line message must hold)
     ("seeds=[1, 1]", "the values repeat"),
     ("seeds=[-1]", "item 0 = -1"),
     ("seeds=3", "parameter seeds = 3"),
-    ("p=0.5", "expected a finite number >= 1 or inf"),
+    ("p=0.5", "p: expected the order p >= 1"),
     ("p=nan", "parameter p = 'nan'"),
     ("p=-inf", "parameter p"),
-    ("q=3", "expected one of 1, 2, inf"),
+    ("q=3", "expected the ground metric l_q with q in {1, 2, math.inf}, got 3"),
     ("q=0", "parameter q = 0"),
     ("lr=-1", "parameter lr = -1"),
     ("lr=0", "expected a finite number > 0"),
@@ -106,13 +106,15 @@ BAD = [  # (override, words the one-line message must hold)
     ("dataset=cifar", "expected one of 'mnist', 'cifar10'"),
     ("archs=[vit, vitt]", "item 1 = 'vitt'"),
     ("archs=[]", "parameter archs"),
-    ("degrees=[0.5, 1.7]", "item 0 = 0.5"),
+    ("degrees=[0.5, 1.7]", "degrees: expected non-negative ints such as (0, 1), got (0.5, 1.7)"),
     ("degrees=[-1]", "parameter degrees"),
-    ("n_perm=1", "expected null or an integer >= 2"),
+    ("n_perm=1", "n_perm: expected None or an int >= 2, got 1"),
+    ("persistence_backend=giotto", "backend: expected one of ['ripser', 'gudhi']"),
     ("topolip_strengths={fgsm: 2}", "fgsm = 2 is not a finite number in [0, 1]"),
     ("topolip_strengths={blur: 1}", "unknown kind 'blur'"),
     ("sweep_perturbations={gaussian_noise: 6}", "gaussian_noise = 6"),
     ("topolip_strengths={}", "parameter topolip_strengths"),
+    ("topolip_strengths={fgsm: 0.05}", "topolip_strengths must hold pgd: its eps is the TopoLip"),
     ("topolip_strengths.fgsm=0.07", "topolip_strengths.fgsm = 0.07 must be on the grid"),
     ("topolip_strengths.contrast=1.5", "contrast = 1.5"),
     ("severities=[0, 1]", "topolip_strengths.gaussian_noise = 3 must be on the grid"),

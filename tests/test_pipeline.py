@@ -354,12 +354,23 @@ def test_notebook_parameters_follow_the_parameters_cell():
     from topolip.pipeline.runner import chain
 
     for path in chain("."):
-        declared = declared_parameters(jupytext.read(path))
-        namespace = {name: i for i, name in enumerate(declared)}
+        nb = jupytext.read(path)
+        declared = declared_parameters(nb)
+        namespace: dict = {}
+        exec([c for c in nb.cells if "parameters" in c.metadata.get("tags", [])][0].source,
+             namespace)
         got = notebook_parameters(namespace, path.stem)
         assert list(got) == [n for n in declared if n not in ("results_dir", "data_root",
                                                               "scheduler", "n_workers")]
-        assert all(got[n] == namespace[n] for n in got)
+        assert all(got[n] is namespace[n] for n in got)  # recorded as given
+        if path.stem == "02_topolip":
+            topolip_cell = namespace
+    # a notebook run alone refuses what the schema and its rules refuse, in their words
+    with pytest.raises(ParameterError, match=r"parameter alpha = 0.7 \(from notebook "
+                                             r"09_measures's parameters"):
+        notebook_parameters({"n_boot": 100, "alpha": 0.7, "min_accuracy": 0.5}, "09_measures")
+    with pytest.raises(ParameterError, match=r"2 \* n_points must be <= n_test \(100\)"):
+        notebook_parameters({**topolip_cell, "n_test": 100, "n_points": 60}, "02_topolip")
     with pytest.raises(ParameterError, match=r"\['alpha', 'min_accuracy'\] are declared"):
         notebook_parameters({"n_boot": 10}, "09_measures")
     with pytest.raises(ParameterError, match="no notebook source"):

@@ -27,9 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
-    "ARCHS", "ARCH_FAMILIES", "CLAIM_TITLES", "GROUPS", "KINDS", "KIND_FAMILIES", "LADDER",
-    "MEASURE_LABELS", "OOD_SETS", "Arch", "Group", "Kind", "OODSet", "UnknownName", "arch",
-    "arch_label", "arch_names", "claim_title", "family_pairs", "group",
+    "ARCHS", "ARCH_FAMILIES", "BUDGET_KIND", "CLAIM_TITLES", "GROUPS", "KINDS", "KIND_FAMILIES",
+    "LADDER", "MEASURE_LABELS", "OOD_SETS", "Arch", "Group", "Kind", "OODSet", "UnknownName",
+    "arch", "arch_label", "arch_names", "claim_title", "family_pairs", "group",
     "kind", "kind_label", "kind_names", "label", "measure_label", "ood_names", "ood_set",
     "pair_label",
 ]
@@ -155,6 +155,11 @@ OOD_SETS: tuple[OODSet, ...] = (
 
 #: The white-box attacks from weak to strong (the ladder of the masking checks and claims).
 LADDER: tuple[str, ...] = ("fgsm", "pgd", "autoattack")
+
+#: The kind whose TopoLip strength (``topolip_strengths``) is the run's TopoLip budget: the
+#: eps at which 04_robustness runs Square and the PGD steps check, and its findings read the
+#: ladder (a rule of :mod:`topolip.pipeline.params`: the profile must measure it).
+BUDGET_KIND = "pgd"
 
 #: Other labelled values of the tables' group columns.
 GROUPS: tuple[Group, ...] = (

@@ -36,9 +36,12 @@ __all__ = ["ARCHS", "KINDS", "VARIANCE", "calibrate", "power_table", "seeds_for_
 #: The four architectures of the chain (:func:`topolip.roster.arch_names`).
 ARCHS: tuple[str, ...] = roster.arch_names()
 
-#: The perturbation kinds of ``topolip_summary.csv`` (FGSM and PGD at the TopoLip ε).
-KINDS: tuple[str, ...] = ("fgsm", "pgd", "gaussian_noise", "gaussian_blur", "contrast",
-                          "rotation", "elastic")
+#: The perturbation kinds of a simulated ``topolip_summary.csv``: the white-box attacks of the
+#: ladder below APGD (FGSM, PGD, at the TopoLip ε) and every corruption, in roster order: the
+#: kinds the quick and paper profiles measure TopoLip under (``topolip_strengths``; checked by
+#: ``tests/test_calibration.py``).
+KINDS: tuple[str, ...] = (*roster.LADDER[:roster.LADDER.index(roster.BUDGET_KIND) + 1],
+                          *roster.kind_names("corruption"))
 
 #: Default variance components (standard deviations). TopoLip on the log scale: a model effect
 #: shared by every kind (``log_topolip_model``) and a model × kind one; model-level sd ≈ 0.14,

@@ -42,7 +42,8 @@ import torch
 import torchattacks
 from torch import nn
 
-from topolip.perturbations.corruptions import CORRUPTIONS, corrupt
+from topolip import roster
+from topolip.perturbations.corruptions import corrupt
 from topolip.tensors import (
     Logits,
     check_classifier_inputs,
@@ -55,18 +56,14 @@ from topolip.tensors import (
 __all__ = ["ATTACKS", "PERTURBATIONS", "autoattack", "check_strength", "fgsm",
            "perturb", "perturb_at", "pgd", "random_sign", "square"]
 
-#: Adversarial attacks, run through torchattacks (strength: the L∞ budget ``eps``).
-ATTACKS: tuple[str, ...] = ("fgsm", "pgd", "autoattack", "square")
+#: Adversarial attacks, run through torchattacks (strength: the L∞ budget ``eps``): the
+#: roster's adversarial kinds (:func:`topolip.roster.kind_names`).
+ATTACKS: tuple[str, ...] = roster.kind_names("adversarial")
 
-#: Every kind :func:`perturb` takes, with the name of its strength parameter.
-PERTURBATIONS: dict[str, str] = {
-    "fgsm": "eps",
-    "pgd": "eps",
-    "autoattack": "eps",
-    "square": "eps",
-    "random_sign": "eps",
-    **{kind: "severity" for kind in CORRUPTIONS},
-}
+#: Every kind :func:`perturb` takes, with the name of its strength parameter
+#: (:attr:`topolip.roster.Kind.strength`); the roster's corruptions are
+#: :data:`topolip.perturbations.corruptions.CORRUPTIONS` (``tests/test_roster.py``).
+PERTURBATIONS: dict[str, str] = {k.name: k.strength for k in roster.KINDS}
 
 
 def fgsm(model: nn.Module, x: torch.Tensor, y: torch.Tensor, eps: float, *,

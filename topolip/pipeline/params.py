@@ -218,7 +218,9 @@ def notebook_parameters(namespace: Mapping[str, Any], notebook: str, *,
     ``params = notebook_parameters(globals(), "02_topolip")`` after its parameters cell: the
     names come from the cell tagged ``parameters`` in ``{root}/notebooks/{notebook}.py``
     (:func:`declared_parameters`), the values from the namespace (papermill's injected values
-    included), so the record cannot drift from the cell.
+    included), so the record cannot drift from the cell. The values are checked against the
+    schema and its cross-field rules (:func:`validate_params`, names it does not know left
+    alone), so a notebook run alone refuses what ``topolip run`` refuses, in the same words.
 
     Parameters
     ----------
@@ -240,14 +242,14 @@ def notebook_parameters(namespace: Mapping[str, Any], notebook: str, *,
     Raises
     ------
     ParameterError
-        If the notebook source is missing, its parameters cell is missing or ambiguous, or a
-        declared name is not defined in ``namespace``.
+        If the notebook source is missing, its parameters cell is missing or ambiguous, a
+        declared name is not defined in ``namespace``, or a value breaks the schema.
 
     Examples
     --------
-    >>> notebook_parameters({"results_dir": "r", "n_boot": 10, "alpha": 0.05,
+    >>> notebook_parameters({"results_dir": "r", "n_boot": 200, "alpha": 0.05,
     ...                      "min_accuracy": 0.5}, "09_measures")
-    {'n_boot': 10, 'alpha': 0.05, 'min_accuracy': 0.5}
+    {'n_boot': 200, 'alpha': 0.05, 'min_accuracy': 0.5}
     """
     import jupytext
 
@@ -261,7 +263,10 @@ def notebook_parameters(namespace: Mapping[str, Any], notebook: str, *,
     if missing:
         raise ParameterError(f"{notebook}: parameters {missing} are declared in its parameters "
                              "cell but not defined")
-    return {n: namespace[n] for n in declared if n not in skip}
+    values = {n: namespace[n] for n in declared if n not in skip}
+    where = f"notebook {notebook}'s parameters (its cell or papermill's values)"
+    validate_params(values, dict.fromkeys(values, where), strict=False)
+    return values  # as given: the record of the run keeps the values it ran with
 
 # =========================================================================== the schema
 #
@@ -274,7 +279,15 @@ _NO_DEFAULT = object()
 
 
 class _Invalid(Exception):
-    """Raised by a checker: the value is not allowed (an optional detail is attached)."""
+    """Raised by a checker: the value is not allowed (an optional detail is attached).
+
+    ``library=True``: the detail is the message of the library function that holds the rule,
+    and it replaces the schema's own words (one message per rule).
+    """
+
+    def __init__(self, detail: str = "", *, library: bool = False):
+        super().__init__(detail)
+        self.library = library
 
 
 def _is_int(v) -> bool:
@@ -424,6 +437,52 @@ class _Group:
         return out
 
 
+class _Spec:
+    """A parameter of :class:`topolip.topology.spec.TopoLipSpec` (its ``PARAMETERS``): read
+    from YAML by ``parse`` (text such as ``"inf"`` to a number), then checked by
+    :meth:`~topolip.topology.spec.TopoLipSpec.from_params`, so the rule lives in the library
+    and its message is the library's. ``allowed`` describes it for ``topolip params --schema``.
+    """
+
+    def __init__(self, name: str, allowed: str, parse: Callable[[Any], Any] | None = None):
+        self.name, self.allowed, self.parse = name, allowed, parse
+
+    def __call__(self, v):
+        from topolip.topology.spec import TopoLipSpec
+
+        v = v if self.parse is None else self.parse(v)
+        try:
+            TopoLipSpec.from_params({self.name: v})
+        except (ValueError, ImportError) as exc:
+            raise _Invalid(str(exc).removeprefix(f"parameter {self.name!r}: "),
+                           library=True) from None
+        return v
+
+
+def _number(v):
+    """A YAML value as a number when it is numeric text (``"inf"``, ``"1e-3"``); else as is."""
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return v
+    return v
+
+
+def _integers(v):
+    """A YAML list with integral floats (``2.0``) as ints, one integer as a list of it (the
+    library takes ``degrees=1``); anything else as is."""
+    if _is_int(v):
+        return [int(v)]
+    if isinstance(v, list | tuple):
+        return [int(x) if isinstance(x, float) and _is_int(x) else x for x in v]
+    return v
+
+
+def _integer(v):
+    return int(v) if isinstance(v, float) and _is_int(v) else v
+
+
 class _Scheduler:
     allowed = "local, serial or a scheduler address such as tcp://host:8786"
 
@@ -463,7 +522,8 @@ class _Strengths:
     def __init__(self, *, min_len: int = 1, max_len: int | None = None):
         self.min_len, self.max_len = min_len, max_len
         n = (f"exactly {min_len}" if max_len == min_len else f"at least {min_len}")
-        self.allowed = (f"a mapping of {n} kind: strength, an attack (fgsm, pgd) with an eps "
+        self.allowed = (f"a mapping of {n} kind: strength, an attack "
+                        f"({', '.join(_attack_kinds())}) with an eps "
                         f"{_EPS.allowed}, or a corruption "
                         f"(topolip.perturbations.corruptions.CORRUPTIONS) "
                         f"with a severity {_SEVERITY.allowed}")
@@ -599,11 +659,15 @@ SCHEMA: dict[str, Param] = {p.name: p for p in (
        "its address before the run fails naming it (read by topolip run, not a notebook)", 20.0),
     # TopoLip
     _P("n_points", _Int(2), "test images per point cloud (<= n_test)"),
-    _P("degrees", _List(_Int(0)), "homological degrees of the diagrams"),
-    _P("p", _Float(1.0, inf=True), "Wasserstein order (inf: bottleneck)"),
-    _P("q", _OneOf(1, 2, math.inf), "ground metric l_q on the plane"),
-    _P("n_perm", _Optional(_Int(2)), "greedy subsample size (null: all points)"),
-    _P("persistence_backend", _OneOf("ripser", "gudhi"),
+    # checked by TopoLipSpec.from_params (topolip.topology.spec), which holds the rules
+    _P("degrees", _Spec("degrees", "a list of distinct integers >= 0", _integers),
+       "homological degrees of the diagrams"),
+    _P("p", _Spec("p", "a finite number >= 1 or inf", _number),
+       "Wasserstein order (inf: bottleneck)"),
+    _P("q", _Spec("q", "one of 1, 2, inf", _number), "ground metric l_q on the plane"),
+    _P("n_perm", _Spec("n_perm", "null or an integer >= 2", _integer),
+       "greedy subsample size (null: all points)"),
+    _P("persistence_backend", _Spec("persistence_backend", "one of 'ripser', 'gudhi'"),
        "who computes the persistence diagrams: ripser (ripser.py, float32) or gudhi (GUDHI's "
        "Ripser port, float64, faster); equal diagrams up to float32 rounding"),
     # robustness
@@ -739,6 +803,10 @@ def _rule_strengths(p):
     s = p.get("topolip_strengths")
     if s is None:
         return
+    if roster.BUDGET_KIND not in s:
+        yield (("topolip_strengths",),
+               f"topolip_strengths must hold {roster.BUDGET_KIND}: its eps is the TopoLip budget "
+               "at which 04_robustness runs Square and the PGD steps check")
     for kind in p.get("bound_kinds", ()):
         if kind not in s:
             yield (("bound_kinds", "topolip_strengths"),
@@ -863,9 +931,10 @@ def validate_params(params: Mapping[str, Any], sources: Mapping[str, str] | None
             out[name] = spec.check(value)
         except _Invalid as exc:
             detail = f" ({exc})" if str(exc) else ""
+            rule = str(exc) if exc.library else f"expected {spec.allowed}{detail}"
             raise ParameterError(
                 f"parameter {name} = {_fmt(value)} (from {_source(sources, name)}) is not "
-                f"allowed: expected {spec.allowed}{detail}") from None
+                f"allowed: {rule}") from None
     for rule in _RULES:
         for names, text in rule(out):
             where = "; ".join(

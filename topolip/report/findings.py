@@ -376,7 +376,7 @@ def robustness_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, 
     t = _frames(tables, ("robustness", "masking", "smoothness", "topolip_summary", "models"))
     curves, masking, smooth = t["robustness"], t["masking"], t["smoothness"]
     summary, models = t["topolip_summary"], t["models"]
-    eps_topolip = params["topolip_strengths"]["pgd"]
+    eps_topolip = params["topolip_strengths"][roster.BUDGET_KIND]
     seeds = sorted(int(s) for s in models["seed"].unique())
     ladder = ladder_table(curves, eps_topolip, masking=masking)
     flagged = masking_summary(masking)
