@@ -59,15 +59,10 @@ from topolip.pipeline.figure_registry import publish_registered
 from topolip.pipeline.params import notebook_parameters
 from topolip.pipeline.provenance import read_table, write_table
 from topolip.report.findings import primary_choices, verdict_findings
-from topolip.report.format import (
-    comparison_label,
-    format_interval,
-    glue_all,
-    show_parameters,
-    show_table,
-)
+from topolip.report.format import glue_all, show_parameters, show_table
 from topolip.report.verdict_sentences import claim_findings
-from topolip.roster import claim_title, measure_label
+from topolip.report.verdict_tables import every_row_table, ladder_table, primary_table
+from topolip.roster import claim_title
 
 params = {**notebook_parameters(globals(), "08_verdict"), "claims": "data/claims.yml"}
 show_parameters(params)
@@ -109,24 +104,7 @@ _ = glue_all(verdict_findings({"verdicts": verdicts}, claims=claims, alpha=alpha
 # ## The primary comparison of each claim
 
 # %% tags=["remove-input"]
-prim = verdicts[verdicts["role"] == "primary"].merge(
-    power[["claim", "comparison", "group", "text", "power_at_target"]],
-    on=["claim", "comparison", "group"], how="left")
-prim["comparison"] = [comparison_label(c, g)
-                      for c, g in zip(prim["comparison"], prim["group"], strict=True)]
-prim["claim"] = prim["claim"].map(claim_title)
-prim["effect (95% interval)"] = [
-    format_interval(r, lo, hi) if s == "log" else format_interval(e, elo, ehi)
-    for s, r, lo, hi, e, elo, ehi in zip(prim["scale"], prim["ratio"], prim["ratio_low"],
-                                         prim["ratio_high"], prim["effect"], prim["low"],
-                                         prim["high"], strict=True)]
-# the verdict second, so a phone shows it without scrolling the table sideways
-show_table(prim[["claim", "verdict", "comparison", "effect (95% interval)", "p_adjusted",
-                 "n_pairs", "n_excluded", "text", "power_at_target"]],
-           columns={"claim": "claim", "verdict": "verdict", "comparison": "comparison",
-                    "effect (95% interval)": "effect (95% interval)", "p_adjusted": "p",
-                    "n_pairs": "pairs", "n_excluded": "dropped",
-                    "text": "detectable (80% power)", "power_at_target": "power at target"},
+show_table(primary_table(verdicts, power),
            digits=3,
            caption="The one primary comparison of each claim, tested alone at alpha. Effect: "
                    "the ratio attention / convolution for TopoLip (log-scale paired t), the "
@@ -179,23 +157,7 @@ display(Markdown(found["shows"]))
 # same on the accuracy drops at the TopoLip budget where both sides are off the floor.
 
 # %% tags=["remove-input"]
-ladder = verdicts[verdicts["claim"].isin(["attention-more-robust", "attention-helps-only-weak"])
-                  & verdicts["group"].isin(["fgsm", "pgd", "autoattack", "fgsm vs autoattack",
-                                            "fgsm vs pgd", "autoattack_radius", "fgsm_radius",
-                                            "fgsm_radius vs autoattack_radius"])].copy()
-ladder["comparison"] = [comparison_label(c, g)
-                        for c, g in zip(ladder["comparison"], ladder["group"], strict=True)]
-ladder["claim"] = ladder["claim"].map(claim_title)
-ladder["effect (interval)"] = [
-    format_interval(r, lo, hi) if sc == "log" else format_interval(e, elo, ehi, "{:+.3f}")
-    for sc, r, lo, hi, e, elo, ehi in zip(ladder["scale"], ladder["ratio"], ladder["ratio_low"],
-                                          ladder["ratio_high"], ladder["effect"], ladder["low"],
-                                          ladder["high"], strict=True)]
-show_table(ladder[["claim", "verdict", "role", "comparison", "effect (interval)", "coverage",
-                   "p_adjusted", "flag"]],
-           columns={"claim": "claim", "verdict": "verdict", "role": "role",
-                    "comparison": "comparison", "effect (interval)": "effect (interval)",
-                    "coverage": "coverage", "p_adjusted": "deciding p", "flag": "flag"},
+show_table(ladder_table(verdicts),
            digits=3, caption="Robustness, attention against convolution: the median-radius "
                              "ratio (attention / convolution; above 1: attention more robust), "
                              "the accuracy drop per rung of the ladder (attention − "
@@ -238,23 +200,7 @@ show_table(ladder[["claim", "verdict", "role", "comparison", "effect (interval)"
 # degrees of freedom, Monte-Carlo errors and details.
 
 # %% tags=["remove-input"]
-view = verdicts[verdicts["role"] != "check"].copy()
-view["comparison"] = [comparison_label(c, g)
-                      for c, g in zip(view["comparison"], view["group"], strict=True)]
-view["claim"] = view["claim"].map(claim_title)
-view["measure"] = view["measure"].map(measure_label)
-view["effect (interval)"] = [
-    format_interval(r, rl, rh) if s == "log" else format_interval(e, lo, hi)
-    for s, r, rl, rh, e, lo, hi in zip(view["scale"], view["ratio"], view["ratio_low"],
-                                       view["ratio_high"], view["effect"], view["low"],
-                                       view["high"], strict=True)]
-show_table(view[["claim", "verdict", "role", "comparison", "measure", "effect (interval)",
-                 "coverage", "p_adjusted", "n_pairs", "n_excluded"]],
-           columns={"claim": "claim", "verdict": "verdict", "role": "role",
-                    "comparison": "comparison", "measure": "measure",
-                    "effect (interval)": "effect (interval)", "coverage": "coverage",
-                    "p_adjusted": "deciding p", "n_pairs": "pairs / obs.",
-                    "n_excluded": "dropped"},
+show_table(every_row_table(verdicts),
            digits=3,
            caption="Every row: its verdict, then the effect (a ratio for TopoLip, a difference "
                    "otherwise, Kendall τ for an association) with the interval its verdict "

@@ -75,15 +75,13 @@ min_accuracy = 0.5
 # %% tags=["remove-input"]
 from pathlib import Path
 
-import pandas as pd
-
-from topolip import roster
 from topolip.evidence.measures import measure_population, measure_study
 from topolip.pipeline.figure_registry import publish_registered
 from topolip.pipeline.params import notebook_parameters
 from topolip.pipeline.provenance import read_table, write_table
 from topolip.report.findings import learner_findings, measures_findings
-from topolip.report.format import format_interval, glue_all, show_parameters, show_table
+from topolip.report.format import glue_all, show_parameters, show_table
+from topolip.report.measure_tables import granulated_table, kind_table, primary_table
 
 params = notebook_parameters(globals(), "09_measures")
 show_parameters({**params, "tables read": "topolip_summary.csv, sweeps.csv",
@@ -154,18 +152,7 @@ _ = glue_all(learner_findings(read_table(tables / "measure_population.csv"), min
 # architectures apart, and it is not a test of the measure.
 
 # %% tags=["remove-input"]
-prim = study[study["role"] == "primary"].copy()
-prim["Δτ (Holm interval)"] = [
-    format_interval(d, lo, hi, "{:+.2f}") if pd.notna(d) else ""
-    for d, lo, hi in zip(prim["diff"], prim["diff_low"], prim["diff_high"], strict=True)]
-show_table(prim[["label", "tau_within", "p_within", "p_within_holm", "tau_pooled",
-                 "Δτ (Holm interval)", "p_diff_holm", "comparison"]],
-           columns={"label": "measure", "tau_within": "τ within arch.",
-                    "p_within": "p (permutation)", "p_within_holm": "p (Holm)",
-                    "tau_pooled": "τ pooled (confounded)",
-                    "Δτ (Holm interval)": "τ(TopoLip) − τ(measure)",
-                    "p_diff_holm": "p of Δτ (Holm)",
-                    "comparison": "verdict"},
+show_table(primary_table(study),
            digits=2,
            caption="The primary rows: each measure's within-architecture Kendall τ with the "
                    "accuracy drop, averaged over the perturbation kinds, its exact "
@@ -174,10 +161,7 @@ show_table(prim[["label", "tau_within", "p_within", "p_within_holm", "tau_pooled
                    "baseline (jackknife over seeds, Holm over the baselines).")
 
 # %% tags=["remove-input"]
-wide = study[study["role"] == "secondary"].pivot_table(
-    index="label", columns="perturbation", values="tau_within", sort=False)
-wide.columns = [roster.label(c) for c in wide.columns]
-show_table(wide.reset_index(names="measure"), digits=2,
+show_table(kind_table(study), digits=2,
            caption="Within-architecture Kendall τ with the accuracy drop, per measure (rows) "
                    "and perturbation kind (columns); p-values, pooled τ and the per-kind "
                    "comparisons are in tables/measure_study.csv.")
@@ -192,11 +176,7 @@ show_table(wide.reset_index(names="measure"), digits=2,
 # %% tags=["remove-input"]
 gran = read_table(tables / "measure_granulated.csv")
 if len(gran):
-    labels = {r["measure"]: r["label"] for _, r in study.drop_duplicates("measure").iterrows()}
-    fam = (gran.dropna(subset=["tau"]).groupby(["measure", "arch", "perturbation"])["tau"]
-           .mean().groupby(["measure", "arch"]).mean().unstack("arch"))
-    fam.index = [labels.get(m, m) for m in fam.index]
-    show_table(fam.reset_index(names="measure"), digits=2,
+    show_table(granulated_table(gran, study), digits=2,
                caption="Granulated Kendall τ (Jiang et al. 2020) per architecture family: the "
                        "mean over the family's swept axes of τ over the models that differ "
                        "only in that axis, averaged over the sweeps' perturbation kinds.")

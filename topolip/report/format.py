@@ -123,7 +123,7 @@ def comparison_label(comparison: str, group: str) -> str:
 
 def format_interval(value: float, low: float, high: float, fmt: str = "{:.3g}") -> str:
     """``"value [low, high]"``, each formatted with ``fmt``; the bare value when the interval
-    is missing (NaN or None).
+    is missing (NaN or None), and :data:`MISSING` when the value itself is.
 
     Parameters
     ----------
@@ -144,7 +144,11 @@ def format_interval(value: float, low: float, high: float, fmt: str = "{:.3g}") 
     '0.123 [0.05, 0.2]'
     >>> format_interval(0.5, float("nan"), float("nan"), "{:+.2f}")
     '+0.50'
+    >>> format_interval(float("nan"), 0.1, 0.2)
+    '—'
     """
+    if value is None or pd.isna(value):
+        return MISSING
     if low is None or high is None or pd.isna(low) or pd.isna(high):
         return fmt.format(value)
     return f"{fmt.format(value)} [{fmt.format(low)}, {fmt.format(high)}]"

@@ -18,6 +18,7 @@ import pandas as pd
 from topolip import roster
 from topolip.evidence import stats
 from topolip.evidence.claims import CANNOT_DECIDE, DECISIVE, FLOOR_VERDICT, families
+from topolip.report.format import MISSING
 from topolip.roster import label
 from topolip.schema import require_columns
 
@@ -33,7 +34,7 @@ _MEASURE_WORDS = {"end_to_end_scale_free": "scale-free TopoLip", "end_to_end": "
 
 
 def _fmt(x: float, fmt: str = "{:.3g}") -> str:
-    return fmt.format(x) if x is not None and math.isfinite(x) else "n/a"
+    return fmt.format(x) if x is not None and math.isfinite(x) else MISSING
 
 
 def _sentence(r: Mapping, mde: Mapping | None = None) -> str:
