@@ -252,7 +252,7 @@ def raw_identifiers(root: Path) -> dict[str, str]:
     """The project's identifiers a reader should never meet, each with where it comes from.
 
     The snake_case column names of the table schemas (``topolip.schema.SCHEMAS``) and of the
-    parameter schema (``topolip.pipeline.params.SCHEMA``); the claim ids of
+    parameter schema (``topolip.pipeline.param_schema.SCHEMA``); the claim ids of
     ``{root}/data/claims.yml`` that are slugs of several words (``smoothness-robustness``; the
     one-word ``envelope`` is an English word); the roster's keys (architectures, perturbation
     kinds, out-of-distribution sets, groups) that are snake_case, or one word that is not its
@@ -260,7 +260,7 @@ def raw_identifiers(root: Path) -> dict[str, str]:
     (``autoattack`` for APGD-CE + APGD-T). One-word columns (``seed``, ``accuracy``) are words.
     """
     from topolip import roster
-    from topolip.pipeline.params import SCHEMA
+    from topolip.pipeline.param_schema import SCHEMA
     from topolip.schema import SCHEMAS
 
     found: dict[str, str] = {}

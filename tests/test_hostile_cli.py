@@ -13,15 +13,14 @@ import pytest
 import yaml
 
 from topolip.cli import main
-from topolip.pipeline.params import (
+from topolip.pipeline.param_schema import (
     SCHEMA,
     ParameterError,
     describe_schema,
-    load_params,
-    load_profile,
     schema_defaults,
     validate_params,
 )
+from topolip.pipeline.params import load_params, load_profile
 from topolip.pipeline.runner import NotebookFailed, run_chain
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,7 +66,7 @@ def test_schema_kinds_match_the_library():
     from topolip.perturbations.attacks import ATTACKS
     from topolip.perturbations.corruptions import CORRUPTIONS
     from topolip.perturbations.ood_sets import OOD_SETS
-    from topolip.pipeline.params import _MODEL_GROUPS, _OOD_LIMITS
+    from topolip.pipeline.param_schema import _MODEL_GROUPS, _OOD_LIMITS
 
     assert set(_MODEL_GROUPS) == set(ARCHITECTURES)
     assert set(_OOD_LIMITS) == set(OOD_SETS)

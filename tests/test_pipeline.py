@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from topolip.cli import main
-from topolip.pipeline.params import ParameterError, apply_overrides, load_profile, parse_override
+from topolip.pipeline.param_schema import ParameterError
+from topolip.pipeline.params import apply_overrides, load_profile, parse_override
 from topolip.pipeline.runner import chain, check_parameters, run_chain
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -350,7 +351,8 @@ def test_notebook_parameters_follow_the_parameters_cell():
     the work runs (scheduler, n_workers) left out."""
     import jupytext
 
-    from topolip.pipeline.params import ParameterError, declared_parameters, notebook_parameters
+    from topolip.pipeline.param_schema import ParameterError
+    from topolip.pipeline.params import declared_parameters, notebook_parameters
     from topolip.pipeline.runner import chain
 
     for path in chain("."):

@@ -97,7 +97,7 @@ def test_display_label_falls_back_for_pooled_groups_and_columns():
 
 def test_report_figures_claims_and_parameters_read_the_roster():
     from topolip.evidence import claims
-    from topolip.pipeline import params
+    from topolip.pipeline import param_schema as params
     from topolip.report import figures
     from topolip.report import format as report
 

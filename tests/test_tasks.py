@@ -138,7 +138,7 @@ def test_map_models_checks_its_table():
 
 
 def test_scheduler_parameters_in_the_schema():
-    from topolip.pipeline.params import ParameterError, validate_params
+    from topolip.pipeline.param_schema import ParameterError, validate_params
 
     ok = validate_params({"scheduler": "tcp://10.0.0.5:8786", "n_workers": 3})
     assert ok == {"scheduler": "tcp://10.0.0.5:8786", "n_workers": 3}

@@ -22,7 +22,8 @@ import sys
 from pathlib import Path
 
 from topolip.pipeline.book import build_book
-from topolip.pipeline.params import ParameterError, describe_schema, load_params, load_profile
+from topolip.pipeline.param_schema import ParameterError, describe_schema
+from topolip.pipeline.params import load_params, load_profile
 from topolip.pipeline.runner import NotebookFailed, chain, check_parameters, run_chain
 
 __all__ = ["main"]

@@ -158,7 +158,7 @@ LADDER: tuple[str, ...] = ("fgsm", "pgd", "autoattack")
 
 #: The kind whose TopoLip strength (``topolip_strengths``) is the run's TopoLip budget: the
 #: eps at which 04_robustness runs Square and the PGD steps check, and its findings read the
-#: ladder (a rule of :mod:`topolip.pipeline.params`: the profile must measure it).
+#: ladder (a rule of :mod:`topolip.pipeline.param_schema`: the profile must measure it).
 BUDGET_KIND = "pgd"
 
 #: Other labelled values of the tables' group columns.

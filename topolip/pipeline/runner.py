@@ -49,12 +49,8 @@ import jupytext
 import nbformat
 
 from topolip.io import atomic_write_text, remove_temporaries
-from topolip.pipeline.params import (
-    EXECUTION_PARAMETERS,
-    ParameterError,
-    declared_parameters,
-    validate_params,
-)
+from topolip.pipeline.param_schema import ParameterError, validate_params
+from topolip.pipeline.params import EXECUTION_PARAMETERS, declared_parameters
 from topolip.pipeline.provenance import library_fingerprint, provenance
 
 __all__ = ["ChainInterrupted", "DependencyError", "NotebookDeps", "NotebookFailed",
