@@ -59,7 +59,6 @@ n_workers = None        # processes of the local cluster, 1 thread each (None: t
 # %% tags=["remove-input"]
 from pathlib import Path
 
-from topolip import roster
 from topolip.experiments.model_measurement import measure_trained
 from topolip.experiments.per_model import map_models
 from topolip.nets.data import load_dataset
@@ -68,6 +67,7 @@ from topolip.pipeline.params import notebook_parameters
 from topolip.pipeline.provenance import read_table, write_table
 from topolip.report.findings import topolip_findings
 from topolip.report.format import glue_all, show_parameters, show_table
+from topolip.report.topolip_tables import noise_floor_share_table
 from topolip.tasks import TaskRunner
 from topolip.topology.spec import TopoLipSpec
 
@@ -126,11 +126,7 @@ _ = glue_all(topolip_findings({"topolip": table, "models": models}, params))
 # {glue:text}`tl-n-robust` images per seed, TopoLip on the first {glue:text}`tl-n-points`.
 
 # %% tags=["remove-input"]
-flag_share = (table[table["depth"] > 0].assign(flagged=lambda t: t["flag"] != "")
-              .groupby(["arch", "perturbation"], sort=False)["flagged"].mean().unstack())
-flag_share.index = [roster.label(a) for a in flag_share.index]
-flag_share.columns = [roster.label(c) for c in flag_share.columns]
-show_table(flag_share.reset_index(names="architecture"), digits=2,
+show_table(noise_floor_share_table(table), digits=2,
            caption="Share of layer ratios whose denominator lies within the noise floor, "
                    "per architecture and perturbation kind (all seeds).")
 

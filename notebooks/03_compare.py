@@ -26,13 +26,11 @@ results_dir = "results/quick"
 # %% tags=["remove-input"]
 from pathlib import Path
 
-import numpy as np
-
-from topolip import roster
 from topolip.pipeline.figure_registry import publish_registered
 from topolip.pipeline.provenance import read_table
 from topolip.report.findings import compare_findings
 from topolip.report.format import glue_all, show_parameters, show_table
+from topolip.report.topolip_tables import architecture_means_table
 
 tables = Path(results_dir) / "tables"
 table = read_table(tables / "topolip.csv")
@@ -43,8 +41,6 @@ show_parameters({"results_dir": Path(results_dir).name, "tables read": "topolip.
                  "topolip_summary.csv, models.csv", "seeds": [int(s) for s in seeds]})
 
 # %% tags=["hide-input"]
-depth = table.groupby("arch")["depth"].max().rename("L")
-summary = summary.merge(depth, on="arch")
 _ = publish_registered("fig-compare-end-to-end", results_dir=results_dir, seeds=seeds)
 _ = publish_registered("fig-compare-by-layer", results_dir=results_dir, seeds=seeds)
 _ = glue_all(compare_findings(tables))
@@ -92,19 +88,8 @@ _ = glue_all(compare_findings(tables))
 # per-layer geometric mean is shown with the number of probed layers $L$ it averages over.
 
 # %% tags=["remove-input"]
-ratios = ["end_to_end_scale_free", "end_to_end", "geometric_mean_scale_free"]
-logged = summary.assign(**{c: np.log(summary[c]) for c in ratios})
-per_arch = (logged.groupby(["perturbation", "arch"], sort=False)
-            .agg(**{c: (c, "mean") for c in ratios}, L=("L", "first"),
-                 seeds=("seed", "nunique"))
-            .reset_index())
-per_arch[ratios] = np.exp(per_arch[ratios])
-per_arch["perturbation"] = per_arch["perturbation"].map(roster.label)
-show_table(per_arch, columns={"perturbation": "perturbation", "arch": "architecture",
-                              "end_to_end_scale_free": "Δˢᶠ_L / Δˢᶠ_0 (primary)",
-                              "end_to_end": "Δ_L / Δ_0 (raw)",
-                              "geometric_mean_scale_free": "scale-free geometric mean",
-                              "L": "L", "seeds": "seeds"},
+means = architecture_means_table(summary, table)
+show_table(means, columns=dict(zip(means.columns, means.columns, strict=True)),  # "Δ_L" as is
            caption="Model-level TopoLip, geometric means over seeds.")
 
 # %% [markdown]

@@ -74,7 +74,7 @@ import pandas as pd
 
 from topolip import roster
 from topolip.evidence.claims import smoothness_table
-from topolip.evidence.masking import MASKING_CHECKS, ladder_table, masking_checks
+from topolip.evidence.masking import ladder_table, masking_checks
 from topolip.experiments.per_model import map_models
 from topolip.experiments.radii import radii_trained, radius_check, radius_summary, robust_curve
 from topolip.experiments.robustness import robustness_trained
@@ -83,11 +83,11 @@ from topolip.pipeline.figure_registry import publish_registered
 from topolip.pipeline.params import notebook_parameters
 from topolip.pipeline.provenance import read_table, write_table
 from topolip.report.findings import radius_findings, robustness_findings
-from topolip.report.format import (
-    glue_all,
-    masking_check_label,
-    show_parameters,
-    show_table,
+from topolip.report.format import glue_all, show_parameters, show_table
+from topolip.report.robustness_tables import (
+    attack_ladder_table,
+    masking_table,
+    smoothness_tau_table,
 )
 from topolip.tasks import TaskRunner
 
@@ -187,13 +187,7 @@ _ = glue_all(radius_findings(tables, params))
 # the ladder's fixed budgets beside it.
 
 # %% tags=["remove-input"]
-view = ladder.copy()
-view["perturbation"] = view["perturbation"].map(roster.label)
-show_table(view, columns={"arch": "model", "perturbation": "attack", "n_models": "seeds",
-                          "accuracy_mean": "accuracy (mean)", "accuracy_sd": "s.d. over seeds",
-                          "accuracy_drop_mean": "accuracy drop (mean)",
-                          "n_flagged": "seeds failing a masking check"},
-           digits=2, na_reason="one seed: no spread",
+show_table(attack_ladder_table(ladder), digits=2, na_reason="one seed: no spread",
            caption="The attack ladder at the TopoLip budget: accuracy per architecture, weak to "
                    "strong white-box attacks, then the black-box Square.")
 
@@ -283,11 +277,7 @@ show_table(view, columns={"arch": "model", "perturbation": "attack", "n_models":
 # {glue:text}`rb-check-failures`.
 
 # %% tags=["remove-input"]
-order = [c for c in MASKING_CHECKS if c in set(masking["check"])]
-grid = (masking.assign(result=masking["passed"].map({True: "pass", False: "FAIL"}))
-        .pivot(index=["arch", "seed"], columns="check", values="result")[order].reset_index())
-show_table(grid, columns={"arch": "model", "seed": "seed",
-                          **{c: masking_check_label(c) for c in order}},
+show_table(masking_table(masking),
            caption="Gradient-masking checks (Carlini et al. 2019) per model; the values and "
                    "the accuracies compared are in masking.csv.")
 
@@ -319,14 +309,7 @@ show_table(grid, columns={"arch": "model", "seed": "seed",
 # most robust architecture of a kind is also its smoothest in {glue:text}`rb-agree` kinds.
 
 # %% tags=["remove-input"]
-view = smooth.copy()
-view["response"] = view["response"].str.replace("_", " ")
-view["group"] = view["group"].map(lambda g: "all kinds" if g == "pooled" else roster.label(g))
-show_table(view[["level", "group", "response", "role", "n", "tau", "pvalue", "p_adjusted"]],
-           columns={"level": "level", "group": "perturbation", "response": "response",
-                    "role": "role", "n": "observations", "tau": "Kendall τ",
-                    "pvalue": "permutation p", "p_adjusted": "deciding p (Holm for secondaries)"},
-           digits=3,
+show_table(smoothness_tau_table(smooth), digits=3,
            caption="Kendall τ between end-to-end scale-free TopoLip and the accuracy drop: within "
                    "architectures (seeds of one architecture; the permutation relabels whole "
                    "seeds, the same for every architecture and kind), pooled and per kind, and "

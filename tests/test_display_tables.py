@@ -1,13 +1,16 @@
-"""The display tables of 08_verdict and 09_measures (topolip.report.verdict_tables and
-topolip.report.measure_tables): which rows, which columns, what the cells say."""
+"""The display tables of the chapters (topolip.report.topolip_tables for 02 and 03,
+robustness_tables for 04, verdict_tables for 08, measure_tables for 09): which rows, which
+columns, what the cells say."""
 
 import math
 
 import pandas as pd
 import pytest
 
-from topolip.report import measure_tables, verdict_tables
-from topolip.report.format import MISSING, show_table
+from topolip import roster
+from topolip.evidence.masking import MASKING_CHECKS
+from topolip.report import measure_tables, robustness_tables, topolip_tables, verdict_tables
+from topolip.report.format import MISSING, masking_check_label, show_table
 
 NAN = math.nan
 
@@ -133,3 +136,64 @@ def test_granulated_table_averages_axes_then_kinds():
     assert t.loc["TopoLip", "ViT"] == pytest.approx(0.15)
     assert t.loc["weight norm", "ViT"] == pytest.approx(-0.5)
     assert "ResNet" not in t.columns        # its only axis had too few models
+
+
+def test_noise_floor_share_counts_only_layers_with_a_ratio():
+    t = pd.DataFrame({"arch": ["vit"] * 4 + ["resnet"] * 4,
+                      "perturbation": (["fgsm"] * 2 + ["gaussian_noise"] * 2) * 2,
+                      "depth": [0, 1, 0, 1, 1, 2, 1, 2],
+                      "flag": ["floor", "", "", "floor", "floor", "floor", "", ""]})
+    share = topolip_tables.noise_floor_share_table(t).set_index("architecture")
+    assert share.columns.tolist() == ["FGSM", "Gaussian noise"]
+    assert share.loc["ViT"].tolist() == [0.0, 1.0]       # the flagged input row is not a ratio
+    assert share.loc["ResNet"].tolist() == [1.0, 0.0]
+
+
+def test_architecture_means_are_geometric_and_count_seeds():
+    summary = pd.DataFrame({"perturbation": ["fgsm"] * 3, "arch": ["vit", "vit", "resnet"],
+                            "seed": [0, 1, 0], "end_to_end_scale_free": [0.5, 2.0, 3.0],
+                            "end_to_end": [1.0, 9.0, 1.0],
+                            "geometric_mean_scale_free": [4.0, 1.0, 1.0]})
+    table = pd.DataFrame({"arch": ["vit", "vit", "resnet", "resnet"], "depth": [0, 6, 0, 4]})
+    t = topolip_tables.architecture_means_table(summary, table).set_index("architecture")
+    assert t.loc["ViT", "Δˢᶠ_L / Δˢᶠ_0 (primary)"] == pytest.approx(1.0)
+    assert t.loc["ViT", "Δ_L / Δ_0 (raw)"] == pytest.approx(3.0)
+    assert t.loc["ViT", "scale-free geometric mean"] == pytest.approx(2.0)
+    assert (t.loc["ViT", "L"], t.loc["ViT", "seeds"]) == (6, 2)
+    assert (t.loc["ResNet", "L"], t.loc["ResNet", "seeds"]) == (4, 1)
+    with pytest.raises(ValueError, match="TopoLip table lacks"):
+        topolip_tables.architecture_means_table(summary, table.drop(columns="depth"))
+
+
+def test_attack_ladder_names_models_and_attacks():
+    ladder = pd.DataFrame({"arch": ["vit", "resnet"], "perturbation": ["autoattack", "square"],
+                           "n_models": [5, 5], "accuracy_mean": [0.1, 0.3],
+                           "accuracy_sd": [0.02, NAN], "accuracy_drop_mean": [0.8, 0.6],
+                           "n_flagged": [0, 2]})
+    t = robustness_tables.attack_ladder_table(ladder)
+    assert t["model"].tolist() == ["ViT", "ResNet"]
+    assert t["attack"].tolist() == [roster.label("autoattack"), roster.label("square")]
+    assert t["seeds failing a masking check"].tolist() == [0, 2]
+    html = show_table(t, digits=2, na_reason="one seed: no spread").data
+    assert "one seed: no spread" in html and "ResNet" in html
+
+
+def test_masking_table_is_one_row_per_model_in_check_order():
+    checks = list(MASKING_CHECKS)[:2]
+    masking = pd.DataFrame({"arch": ["vit", "vit", "resnet", "resnet"], "seed": [0, 0, 0, 0],
+                            "check": checks[::-1] * 2, "passed": [True, False, True, True]})
+    t = robustness_tables.masking_table(masking)
+    assert t.columns.tolist() == ["model", "seed", *map(masking_check_label, checks)]
+    rows = {r[0]: r[2:] for r in t.values.tolist()}
+    assert rows == {"ViT": ["FAIL", "pass"], "ResNet": ["pass", "pass"]}
+
+
+def test_smoothness_tau_table_words_the_pooled_row():
+    smooth = pd.DataFrame({"level": ["within", "between"], "group": ["pooled", "pgd"],
+                           "response": ["accuracy_drop", "median_radius"],
+                           "role": ["primary", "context"], "n": [20, 4], "tau": [0.3, -0.2],
+                           "pvalue": [0.04, 0.7], "p_adjusted": [0.04, NAN]})
+    t = robustness_tables.smoothness_tau_table(smooth)
+    assert t["perturbation"].tolist() == ["all kinds", "PGD"]
+    assert t["response"].tolist() == ["accuracy drop", "median radius"]
+    assert t["Kendall τ"].tolist() == [0.3, -0.2]
