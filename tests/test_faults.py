@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 from test_cifar import cifar_root  # noqa: F401 - the fixture: CIFAR-10's on-disk format
 
+from topolip.pipeline.notebook_cache import DependencyError
 from topolip.pipeline.runner import (
     RUN_LOCK,
-    DependencyError,
     OutputsMissing,
     ResultsInUse,
     _RunLock,

@@ -211,7 +211,7 @@ def test_a_parameter_of_02_reexecutes_02_and_its_dependents_only(tmp_path):
 
 
 def test_declaration_must_match_the_chain(tmp_path):
-    from topolip.pipeline.runner import DependencyError
+    from topolip.pipeline.notebook_cache import DependencyError
 
     root = synthetic_chain(tmp_path)
     deps = root / "notebooks/dependencies.yml"
@@ -235,7 +235,7 @@ def test_declaration_must_match_the_chain(tmp_path):
 
 def test_repository_declaration_matches_the_notebooks():
     """Every table a notebook declares it reads or writes is named in its source."""
-    from topolip.pipeline.runner import load_dependencies
+    from topolip.pipeline.notebook_cache import load_dependencies
 
     deps = load_dependencies(ROOT, chain(ROOT))
     assert deps is not None and list(deps) == [p.stem for p in chain(ROOT)]

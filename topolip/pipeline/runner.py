@@ -10,11 +10,12 @@ An executed notebook is written atomically to ``{root}/book/notebooks/<name>.ipy
 cache key in its metadata; a later run skips a notebook whose key is unchanged, so an
 interrupted chain resumes after the last finished notebook.
 
-The cache follows the data. ``notebooks/dependencies.yml`` declares, for every notebook, the
-files it reads and writes (see :func:`load_dependencies`); a notebook's key is its source, its
-parameters, the content hashes of the files it reads, the library fingerprint and the hash of
-``requirements.lock``. Changing a parameter therefore re-executes the notebooks that declare it
-and then those whose inputs changed content, and no other. Without a declaration file (a
+The cache follows the data (:mod:`topolip.pipeline.notebook_cache` holds it).
+``notebooks/dependencies.yml`` declares, for every notebook, the files it reads and writes; a
+notebook's key is its source, its parameters, the content hashes of the files it reads, the
+library fingerprint and the hash of ``requirements.lock``. Changing a parameter therefore
+re-executes the notebooks that declare it and then those whose inputs changed content, and no
+other. Without a declaration file (a
 scratch chain) each key includes the previous notebook's key instead: a plain chain.
 ``run_chain(..., dry_run=True)`` (``topolip run --dry-run``) prints what would execute and why.
 
@@ -49,17 +50,29 @@ import jupytext
 import nbformat
 
 from topolip.io import atomic_write_text, remove_temporaries
+from topolip.pipeline.notebook_cache import (
+    DEPENDENCIES,
+    cache_inputs,
+    cache_key,
+    damaged_outputs,
+    declared_writes,
+    file_hash,
+    load_dependencies,
+    notebook_results_dir,
+    read_record,
+    record_outputs,
+    relative_path,
+    resolve_declared,
+    why_stale,
+)
 from topolip.pipeline.param_schema import ParameterError, validate_params
 from topolip.pipeline.params import EXECUTION_PARAMETERS, declared_parameters
 from topolip.pipeline.provenance import library_fingerprint, provenance
 
-__all__ = ["ChainInterrupted", "DependencyError", "NotebookDeps", "NotebookFailed",
-           "NotebookRun", "OutputsMissing", "ResultsInUse", "chain", "check_parameters",
-           "load_dependencies", "run_chain", "write_glue"]
+__all__ = ["ChainInterrupted", "NotebookFailed", "NotebookRun", "OutputsMissing",
+           "ResultsInUse", "chain", "check_parameters", "run_chain", "write_glue"]
 
 BOOK_NOTEBOOKS = Path("book") / "notebooks"
-#: The declaration of what each notebook reads and writes, relative to the repository root.
-DEPENDENCIES = Path("notebooks") / "dependencies.yml"
 LOCK_FILE = "requirements.lock"
 #: The run lock, in each results folder and in ``book/notebooks`` while a run holds them.
 RUN_LOCK = ".topolip-run.lock"
@@ -77,131 +90,6 @@ class NotebookRun:
     cached: bool
     seconds: float
     reason: str = ""
-
-
-class DependencyError(ParameterError):
-    """``notebooks/dependencies.yml`` disagrees with the chain (raised before anything runs)."""
-
-
-@dataclass(frozen=True)
-class NotebookDeps:
-    """Files one notebook reads and writes: ``{results_dir}/...`` templates or paths relative to
-    the repository root."""
-
-    reads: tuple[str, ...]
-    writes: tuple[str, ...]
-
-
-def load_dependencies(
-    root: str | Path, notebooks: Sequence[Path]
-) -> dict[str, NotebookDeps] | None:
-    """Read and check ``{root}/notebooks/dependencies.yml`` against the chain ``notebooks``.
-
-    The file maps each notebook stem to ``{reads: [...], writes: [...]}``; a path
-    ``"{results_dir}/tables/x.csv"`` is under the run's results folder, any other path is
-    relative to ``root``.
-
-    Returns
-    -------
-    dict or None
-        ``{stem: NotebookDeps}`` in chain order; None when the file does not exist.
-
-    Raises
-    ------
-    DependencyError
-        If the file is not valid UTF-8 or YAML (its path, line and column given), if a
-        notebook of the chain has no entry, an entry names no notebook of the chain, an
-        entry has keys other than ``reads`` and ``writes`` or values that are not lists of
-        strings, or a notebook reads a ``{results_dir}`` file that no earlier notebook writes.
-    """
-    import yaml
-
-    path = Path(root) / DEPENDENCIES
-    if not path.exists():
-        return None
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except UnicodeDecodeError as exc:
-        line = path.read_bytes()[:exc.start].count(b"\n") + 1
-        raise DependencyError(f"{path} is not valid UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
-                              f"on line {line})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise DependencyError(f"{path} is not valid YAML{where}: {problem}") from None
-    if not isinstance(raw, dict):
-        raise DependencyError(f"{DEPENDENCIES} must map notebook names to reads/writes; "
-                              f"got a {type(raw).__name__}")
-    stems = [p.stem for p in notebooks]
-    undeclared = [s for s in stems if s not in raw]
-    if undeclared:
-        raise DependencyError(
-            f"{DEPENDENCIES} does not declare notebook(s) {undeclared}: add an entry "
-            f"`{undeclared[0]}: {{reads: [...], writes: [...]}}` listing the files it reads and "
-            f"writes (the cache needs them)")
-    stale = sorted(set(raw) - set(stems))
-    if stale:
-        raise DependencyError(
-            f"{DEPENDENCIES} declares {stale}, which are not notebooks of the chain (no "
-            f"notebooks/<name>.py); remove the entries or add the notebooks")
-    deps: dict[str, NotebookDeps] = {}
-    written: dict[str, str] = {}
-    for stem in stems:
-        entry = raw[stem] or {}
-        extra = sorted(set(entry) - {"reads", "writes"}) if isinstance(entry, dict) else None
-        if extra is None or extra:
-            raise DependencyError(f"{DEPENDENCIES}: {stem} must be a mapping with keys reads "
-                                  f"and writes; got {entry!r}")
-        lists = {}
-        for field in ("reads", "writes"):
-            value = entry.get(field) or []
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise DependencyError(f"{DEPENDENCIES}: {stem}.{field} must be a list of "
-                                      f"paths; got {value!r}")
-            lists[field] = tuple(value)
-        for read in lists["reads"]:
-            if read.startswith("{results_dir}") and read not in written:
-                raise DependencyError(
-                    f"{DEPENDENCIES}: {stem} reads {read}, which no earlier notebook writes; "
-                    f"list it under the writes of the notebook that produces it")
-        for w in lists["writes"]:
-            written.setdefault(w, stem)
-        deps[stem] = NotebookDeps(lists["reads"], lists["writes"])
-    return deps
-
-
-def _results_dir(path: Path, params: Mapping[str, Any]) -> str | None:
-    """The ``results_dir`` a notebook runs with: passed, else its own default."""
-    if "results_dir" in params:
-        return str(params["results_dir"])
-    import ast
-
-    default = declared_parameters(jupytext.read(path), name=str(path)).get("results_dir")
-    try:
-        return str(ast.literal_eval(default)) if default is not None else None
-    except (ValueError, SyntaxError):
-        return None
-
-
-def _resolve(template: str, results_dir: str | None, root: Path) -> Path:
-    if template.startswith("{results_dir}"):
-        if results_dir is None:
-            raise DependencyError(f"{DEPENDENCIES}: {template} needs the parameter results_dir, "
-                                  f"which neither the run nor the notebook sets to a literal")
-        return root / results_dir / template[len("{results_dir}/"):]
-    return root / template
-
-
-def _file_hash(path: Path) -> str | None:
-    """SHA-256 of a file's bytes; None when it does not exist."""
-    if not path.is_file():
-        return None
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def chain(root: str | Path = ".") -> list[Path]:
@@ -248,44 +136,6 @@ def check_parameters(notebooks: Sequence[Path], params: Mapping[str, Any]) -> di
             f"unknown parameter(s) {', '.join(hints)}: no notebook of the chain declares them; "
             f"known: {sorted(known)}")
     return {path: {k: params[k] for k in d if k in params} for path, d in declared.items()}
-
-
-def _key_inputs(source: str, params: Mapping[str, Any], reads: Mapping[str, str | None],
-                fingerprint: str, lock: str | None) -> dict[str, Any]:
-    """What a notebook's cache key is made of (stored with the executed notebook, so a later
-    run can say which part changed)."""
-    kept = {k: v for k, v in params.items() if k not in EXECUTION_PARAMETERS}  # same results
-    return {"source": hashlib.sha256(source.encode()).hexdigest(),
-            "params": json.loads(json.dumps(kept, sort_keys=True, default=str)),
-            "reads": dict(sorted(reads.items())), "library": fingerprint, "lock": lock}
-
-
-def _key(inputs: Mapping[str, Any]) -> str:
-    blob = json.dumps(inputs, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:20]
-
-
-def _why(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> str:
-    """The parts of a cache key that changed, in words."""
-    if not old:
-        return "no cached result with a recorded key"
-    parts = []
-    if old.get("source") != new["source"]:
-        parts.append("its source changed")
-    before, after = old.get("params", {}), new["params"]
-    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
-    if changed:
-        parts.append("parameter(s) changed: " + ", ".join(changed))
-    reads_before, reads_after = old.get("reads", {}), new["reads"]
-    moved = sorted(k for k in set(reads_before) | set(reads_after)
-                   if reads_before.get(k) != reads_after.get(k))
-    if moved:
-        parts.append("input(s) changed: " + ", ".join(moved))
-    if old.get("library") != new["library"]:
-        parts.append("the topolip library changed")
-    if old.get("lock") != new["lock"]:
-        parts.append("requirements.lock changed")
-    return "; ".join(parts) or "its cache key changed"
 
 
 def _show_only_injected_parameters(nb) -> None:
@@ -377,7 +227,7 @@ def run_chain(
     per_notebook = check_parameters(notebooks, params)
     deps = load_dependencies(root, notebooks)
     fingerprint = library_fingerprint()
-    lock = _file_hash(root / LOCK_FILE)
+    lock = file_hash(root / LOCK_FILE)
     out_dir = root / BOOK_NOTEBOOKS
     timeout = float(params.get("scheduler_timeout", _DEFAULT_TIMEOUT))
     runs: list[NotebookRun] = []
@@ -451,7 +301,7 @@ def write_glue(root: str | Path, notebooks: Sequence[Path], params: Mapping[str,
     root = Path(root)
     by_folder: dict[Path, dict[str, str]] = {}
     for path in notebooks:
-        where = _results_dir(path, params)
+        where = notebook_results_dir(path, params)
         if not where:
             continue
         folder = (root / where).resolve()
@@ -575,7 +425,7 @@ def _results_folders(root: Path, notebooks: Sequence[Path], params) -> list[Path
     """The distinct results folders of the chain's notebooks (inside ``root``)."""
     folders = []
     for path in notebooks:
-        where = _results_dir(path, params)
+        where = notebook_results_dir(path, params)
         if not where:
             continue
         folder = (root / where).resolve()
@@ -746,80 +596,6 @@ class _SharedCluster:
             self._cluster = None
 
 
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return str(path)
-
-
-def _declared_writes(deps, stem: str, where: str | None, root: Path) -> dict[str, Path]:
-    if deps is None:
-        return {}
-    return {t: _resolve(t, where, root) for t in deps[stem].writes}
-
-
-def _checkpoints_named(tables: Sequence[Path], root: Path) -> list[Path]:
-    """Checkpoint files named by a ``checkpoint`` column of written CSV tables."""
-    import csv
-
-    found = []
-    for table in tables:
-        if table.suffix != ".csv" or not table.is_file():
-            continue
-        with open(table, newline="") as f:
-            reader = csv.DictReader(f)
-            if "checkpoint" not in (reader.fieldnames or []):
-                continue
-            for row in reader:
-                if row.get("checkpoint"):
-                    p = Path(row["checkpoint"])
-                    found.append(p if p.is_absolute() else root / p)
-    return found
-
-
-def _record_outputs(root: Path, written: Sequence[Path], declared: Mapping[str, Path]
-                    ) -> dict[str, dict[str, Any]]:
-    """``{path relative to root: {"sha256", "bytes"}}`` of what a notebook wrote: the files it
-    created or changed, its declared writes and their sidecars, the checkpoints they name."""
-    files = set(written) | {p for p in declared.values() if p.is_file()}
-    files |= {p.with_suffix(".json") for p in declared.values()
-              if p.suffix == ".csv" and p.with_suffix(".json").is_file()}
-    files |= set(_checkpoints_named(list(declared.values()), root))
-    record = {}
-    for f in sorted(files):
-        digest = _file_hash(f)
-        if digest is not None:
-            record[_relative(f, root)] = {"sha256": digest, "bytes": f.stat().st_size}
-    return record
-
-
-def _damaged(record: Mapping[str, Any] | None, root: Path) -> list[str]:
-    """The recorded outputs that are missing or no longer have their hash, in words."""
-    bad = []
-    for rel, entry in (record or {}).items():
-        path = Path(rel) if Path(rel).is_absolute() else root / rel
-        if not path.is_file():
-            bad.append(f"{rel} (missing)")
-            continue
-        size = path.stat().st_size
-        if size != entry.get("bytes"):
-            bad.append(f"{rel} ({'truncated' if size < entry.get('bytes', 0) else 'changed'}: "
-                       f"{size} of {entry.get('bytes')} bytes)")
-        elif _file_hash(path) != entry.get("sha256"):
-            bad.append(f"{rel} (altered: its SHA-256 differs from the recorded one)")
-    return bad
-
-
-def _read_record(out: Path) -> dict[str, Any]:
-    if not out.exists():
-        return {}
-    try:
-        return nbformat.read(out, as_version=4).metadata.get("topolip", {})
-    except Exception:  # unreadable output: execute again
-        return {}
-
-
 def _check_reads_of_only(root: Path, notebooks: Sequence[Path], params, deps, only) -> None:
     """With ``only``: a file a selected notebook reads, written by a notebook not selected,
     must still have the hash that notebook recorded."""
@@ -833,14 +609,14 @@ def _check_reads_of_only(root: Path, notebooks: Sequence[Path], params, deps, on
     for path in notebooks:
         if path.stem not in only:
             continue
-        where = _results_dir(path, params)
+        where = notebook_results_dir(path, params)
         for t in deps[path.stem].reads:
             stem = producer.get(t)
             if stem is None or stem in only:
                 continue
-            rel = _relative(_resolve(t, where, root), root)
-            record = _read_record(out_dir / f"{stem}.ipynb").get("outputs") or {}
-            bad = _damaged({rel: record[rel]} if rel in record else {}, root)
+            rel = relative_path(resolve_declared(t, where, root), root)
+            record = read_record(out_dir / f"{stem}.ipynb").get("outputs") or {}
+            bad = damaged_outputs({rel: record[rel]} if rel in record else {}, root)
             if rel not in record and (root / rel).exists():
                 bad = [f"{rel} (not recorded by {stem}'s last run)"]
             if bad:
@@ -866,23 +642,23 @@ def _run_notebooks(root: Path, notebooks: Sequence[Path], params: Mapping[str, A
     for path in notebooks:
         nb_params = per_notebook[path]
         source = path.read_text()
-        where = _results_dir(path, params)
+        where = notebook_results_dir(path, params)
         if deps is None:  # no declaration: a plain chain
             reads = {"upstream": upstream or None}
         else:
-            files = {t: _resolve(t, where, root) for t in deps[path.stem].reads}
-            reads = {t: _file_hash(f) for t, f in files.items()}
-        inputs = _key_inputs(source, nb_params, reads, fingerprint, lock)
-        key = _key(inputs)
+            files = {t: resolve_declared(t, where, root) for t in deps[path.stem].reads}
+            reads = {t: file_hash(f) for t, f in files.items()}
+        inputs = cache_inputs(source, nb_params, reads, fingerprint, lock)
+        key = cache_key(inputs)
         upstream = key
         out = out_dir / f"{path.stem}.ipynb"
         if only and path.stem not in only:
             continue
-        done = _read_record(out)
+        done = read_record(out)
         pending = ([f"{t} (rewritten by {rewrites[f]})" for t, f in files.items()
                     if f in rewrites] if deps is not None and dry_run else [])
         same_key = done.get("cache_key") == key
-        damaged = (_damaged(done.get("outputs"), root) if "outputs" in done
+        damaged = (damaged_outputs(done.get("outputs"), root) if "outputs" in done
                    else ["no record of its outputs"]) if same_key else []
         if not force and same_key and not pending and not damaged:
             stale = out.with_suffix(".partial.ipynb")  # an old failure's executed part
@@ -896,13 +672,13 @@ def _run_notebooks(root: Path, notebooks: Sequence[Path], params: Mapping[str, A
                   else "input(s) an earlier notebook would rewrite: " + ", ".join(pending)
                   if pending and same_key
                   else "output(s) damaged: " + ", ".join(damaged) if damaged
-                  else _why(done.get("cache_inputs"), inputs))
+                  else why_stale(done.get("cache_inputs"), inputs))
         if dry_run:
             log(f"[topolip] {path.stem}: would execute ({reason})")
             runs.append(NotebookRun(path.stem, out, False, 0.0, reason))
             if deps is not None:
                 for t in deps[path.stem].writes:
-                    rewrites.setdefault(_resolve(t, where, root), path.stem)
+                    rewrites.setdefault(resolve_declared(t, where, root), path.stem)
             else:
                 upstream = "pending"
             continue
@@ -920,7 +696,7 @@ def _run_notebooks(root: Path, notebooks: Sequence[Path], params: Mapping[str, A
             cluster.check(injected["scheduler"])  # fails within scheduler_timeout, named
         progress.current = path.stem
         snapshot = _snapshot_outputs(root, nb_params, nb)
-        declared = _declared_writes(deps, path.stem, where, root)
+        declared = declared_writes(deps, path.stem, where, root)
         try:
             result = papermill.execute_notebook(
                 nb, str(partial), parameters=injected, kernel_name=kernel_name,
@@ -949,7 +725,7 @@ def _run_notebooks(root: Path, notebooks: Sequence[Path], params: Mapping[str, A
         seconds = time.perf_counter() - t0
         _show_only_injected_parameters(result)
         result.metadata["topolip"] = {"cache_key": key, "cache_inputs": inputs,
-                                      "outputs": _record_outputs(root, written, declared),
+                                      "outputs": record_outputs(root, written, declared),
                                       "seconds": round(seconds, 1),
                                       "provenance": provenance(nb_params, root=root)}
         atomic_write_text(out, nbformat.writes(result))
