@@ -26,7 +26,8 @@ import yaml
 
 from topolip.nets.data.mnist import load_mnist
 from topolip.nets.data.split import ImageSplit
-from topolip.nets.train import TrainConfig, fit, spec_for
+from topolip.nets.run_spec import TrainConfig, spec_for
+from topolip.nets.train import fit
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -37,7 +37,7 @@ import yaml
 
 from topolip.nets.data.split import ImageSplit
 from topolip.nets.models.probes import forward_probes
-from topolip.nets.train import spec_for
+from topolip.nets.run_spec import spec_for
 from topolip.perturbations.attacks import perturb_at
 from topolip.topology.metric import layer_diagrams, topolip_table
 from topolip.topology.points import pairwise_distances

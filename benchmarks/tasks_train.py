@@ -25,7 +25,7 @@ import torch
 
 from topolip.experiments.per_model import train_models
 from topolip.nets.data import load_dataset
-from topolip.nets.train import TrainConfig, spec_for
+from topolip.nets.run_spec import TrainConfig, spec_for
 from topolip.pipeline.params import load_params
 from topolip.roster import arch_names
 from topolip.tasks import TaskRunner, local_cluster

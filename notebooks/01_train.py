@@ -60,7 +60,8 @@ from topolip.evidence.claims import FAMILY_PAIRS
 from topolip.experiments.per_model import train_models
 from topolip.nets.data import load_dataset
 from topolip.nets.models.capacity import MATCH_TOLERANCE, capacity_table, flops_per_image
-from topolip.nets.train import TrainConfig, configure_threads, default_device, spec_for
+from topolip.nets.run_spec import TrainConfig, spec_for
+from topolip.nets.train import configure_threads, default_device
 from topolip.pipeline.figure_registry import publish_registered
 from topolip.pipeline.params import notebook_parameters
 from topolip.pipeline.provenance import write_table

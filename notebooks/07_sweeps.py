@@ -71,7 +71,8 @@ import pandas as pd
 from topolip.experiments.model_measurement import model_images
 from topolip.experiments.sweeps import run_sweeps
 from topolip.nets.data import load_dataset
-from topolip.nets.train import TrainConfig, configure_threads
+from topolip.nets.run_spec import TrainConfig
+from topolip.nets.train import configure_threads
 from topolip.pipeline.figure_registry import publish_registered
 from topolip.pipeline.params import notebook_parameters
 from topolip.pipeline.provenance import write_table

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from topolip.nets.data.mnist import load_mnist
-from topolip.nets.train import ModelSpec, TrainConfig, fit
+from topolip.nets.run_spec import ModelSpec, TrainConfig
+from topolip.nets.train import fit
 
 
 @pytest.fixture(scope="module")

@@ -246,7 +246,8 @@ def test_outputs_honour_the_umask(tmp_path, umask, mode):
                  write_table(pd.DataFrame({"a": [1]}), tmp_path / "t.csv",
                              schema=TableSchema("t", (Column("a", "int"),), "01_train"))]
         from topolip.nets.data.mnist import load_mnist
-        from topolip.nets.train import ModelSpec, TrainConfig, fit
+        from topolip.nets.run_spec import ModelSpec, TrainConfig
+        from topolip.nets.train import fit
 
         data = load_mnist(n_train=40, n_test=20, seed=0)
         fit(ModelSpec("conv_stack", {"num_layers": 1, "channels": 2}), data,
@@ -606,7 +607,7 @@ def test_a_read_only_results_folder_fails_cleanly_and_keeps_the_tables(small_dis
 def test_a_resume_right_after_a_kill_removes_the_dead_writers_tmp(tmp_path):
     # README: what a killed run leaves (.tmp files) is removed by the next run, even at once
     from topolip.io import atomic_write_text
-    from topolip.nets.train import remove_stale_temporaries
+    from topolip.nets.checkpoints import remove_stale_temporaries
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
@@ -632,7 +633,8 @@ def test_a_resume_right_after_a_kill_removes_the_dead_writers_tmp(tmp_path):
 
 def test_a_training_nobody_waits_for_stops_without_writing_its_checkpoint(tmp_path):
     from topolip.nets.data.mnist import load_mnist
-    from topolip.nets.train import ModelSpec, TaskAbandoned, TrainConfig, fit
+    from topolip.nets.run_spec import ModelSpec, TrainConfig
+    from topolip.nets.train import TaskAbandoned, fit
 
     data = load_mnist(n_train=40, n_test=20, seed=0)
     asked = []

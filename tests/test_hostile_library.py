@@ -18,17 +18,12 @@ from torch import nn
 from topolip.bounds.dispatch import lipschitz_bound
 from topolip.bounds.estimate import lipschitz_estimate
 from topolip.bounds.norms import batchnorm_lipschitz, layernorm_lipschitz
+from topolip.nets.checkpoints import _checksum, remove_stale_temporaries
 from topolip.nets.data import load_dataset
 from topolip.nets.data.cifar import load_cifar10
 from topolip.nets.data.mnist import load_mnist
-from topolip.nets.train import (
-    ModelSpec,
-    TrainConfig,
-    _checksum,
-    fit,
-    load_trained,
-    remove_stale_temporaries,
-)
+from topolip.nets.run_spec import ModelSpec, TrainConfig
+from topolip.nets.train import fit, load_trained
 from topolip.topology.diagram import Diagram, check_diagram
 from topolip.topology.distances import bottleneck, diagram_distance, wasserstein
 from topolip.topology.metric import median_pairwise_distance, topolip_table

@@ -13,7 +13,7 @@ import pytest
 
 from topolip.experiments.sweeps import run_sweeps, sweep_points
 from topolip.nets.data.mnist import load_mnist
-from topolip.nets.train import TrainConfig
+from topolip.nets.run_spec import TrainConfig
 
 # --- sweeps ------------------------------------------------------------------------------------
 

@@ -16,7 +16,8 @@ import torch
 
 from topolip.experiments.per_model import map_models, train_models
 from topolip.nets.data.split import ImageSplit
-from topolip.nets.train import ModelSpec, TrainConfig, accuracy, configure_threads, spec_for
+from topolip.nets.run_spec import ModelSpec, TrainConfig, spec_for
+from topolip.nets.train import accuracy, configure_threads
 from topolip.tasks import Task, TaskError, TaskRunner, check_scheduler
 
 # the workers cannot import this test module: send its functions by value

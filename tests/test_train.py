@@ -5,16 +5,10 @@ import math
 import pytest
 import torch
 
+from topolip.nets.checkpoints import checkpoint_path
 from topolip.nets.data.mnist import load_mnist
-from topolip.nets.train import (
-    ModelSpec,
-    TrainConfig,
-    accuracy,
-    checkpoint_path,
-    fit,
-    load_trained,
-    validation_split,
-)
+from topolip.nets.run_spec import ModelSpec, TrainConfig
+from topolip.nets.train import accuracy, fit, load_trained, validation_split
 
 SPEC = ModelSpec("resnet", {"width": 4})
 CONFIG = TrainConfig(epochs=3, batch_size=32, lr=3e-3, seed=1)

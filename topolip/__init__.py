@@ -44,8 +44,8 @@ API: dict[str, str] = {
     "load_dataset": "topolip.nets.data",
     "build_model": "topolip.nets.models",
     "collect_activations": "topolip.nets.models.probes",
-    "ModelSpec": "topolip.nets.train",
-    "TrainConfig": "topolip.nets.train",
+    "ModelSpec": "topolip.nets.run_spec",
+    "TrainConfig": "topolip.nets.run_spec",
     "fit": "topolip.nets.train",
     "load_trained": "topolip.nets.train",
     # perturbations

@@ -22,7 +22,8 @@ def _describe(spec, config) -> str:
 
 
 def _train(spec, data, config, results_dir, device, measure):
-    from topolip.nets.train import checkpoint_path, fit
+    from topolip.nets.checkpoints import checkpoint_path
+    from topolip.nets.train import fit
     from topolip.tasks import task_still_wanted
 
     ckpt = checkpoint_path(results_dir, spec, config, data)
@@ -48,8 +49,8 @@ def train_models(jobs: Sequence[tuple[Any, Any]], data: Any, *, results_dir: str
     """Train ``(spec, config)`` jobs as tasks (checkpoints reused); one dict each, in order.
 
     Each task calls :func:`topolip.nets.train.fit` on the checkpoint
-    :func:`topolip.nets.train.checkpoint_path` names: a finished one is loaded, not retrained, an
-    unfinished one resumed.
+    :func:`topolip.nets.checkpoints.checkpoint_path` names: a finished one is loaded, not
+    retrained, an unfinished one resumed.
 
     Parameters
     ----------

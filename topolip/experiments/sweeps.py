@@ -3,9 +3,9 @@ r"""Sweeps of TopoLip against model parameters: one parameter varied at a time a
 A sweep of architecture ``arch`` takes a base parameter set (e.g. a ViT of depth 2 and width
 32) and a grid ``{parameter: [values]}``; each value of each parameter, with every other
 parameter at its base value, is a *sweep point*. Each point is trained with
-:func:`topolip.nets.train.fit` on a checkpoint named by :func:`topolip.nets.train.checkpoint_path`,
-so a
-re-run trains nothing that is already finished (and resumes what was interrupted), then measured:
+:func:`topolip.nets.train.fit` on a checkpoint named by
+:func:`topolip.nets.checkpoints.checkpoint_path`, so a re-run trains nothing that is already
+finished (and resumes what was interrupted), then measured:
 clean accuracy and model TopoLip (:func:`topolip.topology.metric.summarize`: end-to-end ratio
 ``Δ_L/Δ_0``, its per-layer geometric mean ``(Δ_L/Δ_0)^{1/L}`` and the largest layer ratio, raw and
 scale-free) for one perturbation.
@@ -31,8 +31,9 @@ import torch
 from topolip.experiments.model_measurement import measure_model
 from topolip.experiments.per_model import train_models
 from topolip.io import json_plain
+from topolip.nets.checkpoints import checkpoint_path
 from topolip.nets.data.split import ImageSplit
-from topolip.nets.train import ModelSpec, TrainConfig, checkpoint_path, spec_for
+from topolip.nets.run_spec import ModelSpec, TrainConfig, spec_for
 from topolip.perturbations.attacks import PERTURBATIONS
 from topolip.tasks import TaskRunner
 from topolip.topology.spec import TopoLipSpec
@@ -44,7 +45,7 @@ __all__ = ["SweepPoint", "run_sweeps", "sweep_points"]
 class SweepPoint:
     """One model of a sweep: ``parameter`` set to ``value``, the rest at the base.
 
-    ``spec`` is the full :class:`topolip.nets.train.ModelSpec` (data-derived ``in_channels``,
+    ``spec`` is the full :class:`topolip.nets.run_spec.ModelSpec` (data-derived ``in_channels``,
     ``image_size`` and ``num_classes`` included); ``is_base`` says whether ``value`` is the base
     value (the same model then appears in every parameter's sweep and is trained once).
     """
@@ -82,7 +83,7 @@ def sweep_points(arch: str, base: Mapping[str, Any], grid: Mapping[str, Sequence
         ``{parameter: [value, ...]}``: each parameter is varied over its values, the others held
         at ``base`` (or at the builder's default if ``base`` does not set them).
     data : ImageSplit
-        Gives the image shape and number of classes (see :func:`topolip.nets.train.spec_for`).
+        Gives the image shape and number of classes (see :func:`topolip.nets.run_spec.spec_for`).
 
     Returns
     -------
@@ -170,8 +171,9 @@ def run_sweeps(
     config : TrainConfig
         Training hyper-parameters; its ``seed`` is replaced by each of ``seeds``.
     results_dir : path
-        Checkpoints go to ``{results_dir}/models/`` (:func:`topolip.nets.train.checkpoint_path`): a
-        finished one is loaded instead of trained, an unfinished one resumed.
+        Checkpoints go to ``{results_dir}/models/``
+        (:func:`topolip.nets.checkpoints.checkpoint_path`): a finished one is loaded instead of
+        trained, an unfinished one resumed.
     x : torch.Tensor of shape (n, C, H, W)
         Clean evaluation images (pixels in [0, 1]): the accuracy drop is taken on all of them,
         TopoLip on the first ``n_points``.

@@ -1,8 +1,9 @@
 """Seeded training with atomic, resumable checkpoints.
 
 A run is named by what determines it: the model spec (architecture and its parameters), the
-training configuration and the data. :func:`checkpoint_path` turns these into a file name, so a
-changed parameter never reuses a stale checkpoint, and :func:`fit` writes the checkpoint
+training configuration and the data (:mod:`topolip.nets.run_spec`).
+:func:`topolip.nets.checkpoints.checkpoint_path` turns these into a file name, so a changed
+parameter never reuses a stale checkpoint, and :func:`fit` writes the checkpoint
 atomically after every epoch and resumes from it: an interrupted run loses at most the epoch in
 progress, and the resumed result equals the uninterrupted one bit for bit on the same machine.
 """
@@ -11,14 +12,11 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import io
-import json
 import math
 import numbers
-import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,20 +24,24 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from topolip.io import atomic_write, json_plain
+from topolip.nets.checkpoints import (
+    FORMAT,
+    checkpoint_error,
+    load_weights,
+    read_checkpoint,
+    remove_stale_temporaries,
+    run_identity,
+    save_checkpoint,
+)
 from topolip.nets.data.split import ImageSplit
-from topolip.nets.models import build_model, check_arch
+from topolip.nets.run_spec import ModelSpec, TrainConfig
 from topolip.tensors import eval_mode
 
 __all__ = [
-    "CHANNELS_LAST_ARCHS", "EVAL_BATCH_SIZE", "ModelSpec", "TaskAbandoned", "TrainConfig",
-    "TrainResult", "accuracy",
-    "checkpoint_path", "configure_threads", "default_device", "fit", "load_trained",
-    "prefers_channels_last", "remove_stale_temporaries", "spec_for", "training_environment",
-    "validation_split",
+    "CHANNELS_LAST_ARCHS", "EVAL_BATCH_SIZE", "TaskAbandoned", "TrainResult", "accuracy",
+    "configure_threads", "default_device", "fit", "load_trained", "prefers_channels_last",
+    "training_environment", "validation_split",
 ]
-
-FORMAT = 3  # 2: a SHA-256 checksum of the state; 3: the best-validation epoch kept
 
 #: Architectures trained in ``channels_last`` memory format on the CPU (see
 #: :func:`prefers_channels_last`; the ResNet is not among them: its BatchNorm layers do not give
@@ -131,95 +133,6 @@ def _to_format(x: torch.Tensor, channels_last: bool) -> torch.Tensor:
     return x.contiguous(memory_format=torch.channels_last) if channels_last and x.ndim == 4 else x
 
 
-@dataclass(frozen=True)
-class ModelSpec:
-    """An architecture name and the keyword parameters of its builder (see ``build_model``)."""
-
-    arch: str
-    params: Mapping[str, Any] = field(default_factory=dict)
-
-    def build(self) -> nn.Module:
-        """Build the (untrained) model; raises ValueError on an unknown arch or parameter."""
-        return build_model(self.arch, **dict(self.params))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"arch": self.arch, "params": json_plain(dict(self.params))}
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """Hyper-parameters of a training run (AdamW, linear warm-up then cosine learning-rate decay,
-    cross-entropy, optional affine augmentation, checkpoint chosen on a validation split).
-
-    Fields
-    ------
-    epochs, batch_size, lr, weight_decay, seed
-        AdamW's peak learning rate and decoupled weight decay; the seed sets the initial weights
-        and the per-epoch shuffling and augmentation draws.
-    val_size : int, default=0
-        Training images held out for validation (:func:`validation_split`: the same images for
-        every model of a data split). With ``val_size > 0`` the returned model is the epoch with
-        the highest validation accuracy (the later epoch on a tie); with 0, the last epoch.
-    warmup : float, default=0
-        Fraction of the training steps spent in linear warm-up from 0 to ``lr`` before the
-        cosine decay to 0 (per step), the schedule of Loshchilov & Hutter (2017) with the
-        warm-up of Goyal et al. (2017).
-    rotate, translate, scale : float, default=0
-        Random affine augmentation of the training images, torchvision's
-        ``transforms.v2.RandomAffine``: rotation up to ``rotate`` degrees, shifts up to
-        ``translate`` of the image side, zoom in ``[1 - scale, 1 + scale]``; all 0: none.
-
-    Raises
-    ------
-    ValueError
-        Naming the field, if a value has the wrong type (text, bool, NaN) or is out of range
-        (epochs < 1, batch_size < 1, seed < 0, lr <= 0, weight_decay < 0, val_size < 0,
-        warmup outside [0, 0.5], rotate outside [0, 180], translate outside [0, 0.5],
-        scale outside [0, 0.5]).
-    """
-
-    epochs: int = 5
-    batch_size: int = 128
-    lr: float = 1e-3
-    weight_decay: float = 1e-4
-    seed: int = 0
-    val_size: int = 0
-    warmup: float = 0.0
-    rotate: float = 0.0
-    translate: float = 0.0
-    scale: float = 0.0
-
-    @property
-    def augments(self) -> bool:
-        """Whether any affine augmentation is drawn."""
-        return self.rotate > 0 or self.translate > 0 or self.scale > 0
-
-    def __post_init__(self) -> None:
-        for name, low, what in (("epochs", 1, "a positive integer"),
-                                ("batch_size", 1, "a positive integer"),
-                                ("seed", 0, "a non-negative integer"),
-                                ("val_size", 0, "a non-negative integer")):
-            value = getattr(self, name)
-            if (isinstance(value, bool) or not isinstance(value, numbers.Real)
-                    or not math.isfinite(value) or int(value) != value or value < low):
-                raise ValueError(f"TrainConfig: {name} must be {what}, got {value!r}")
-            object.__setattr__(self, name, int(value))
-        for name, what, ok in (("lr", "a positive finite number", lambda v: v > 0),
-                               ("weight_decay", "a finite number >= 0", lambda v: v >= 0),
-                               ("warmup", "a fraction of the steps in [0, 0.5]",
-                                lambda v: 0 <= v <= 0.5),
-                               ("rotate", "a number of degrees in [0, 180]",
-                                lambda v: 0 <= v <= 180),
-                               ("translate", "a fraction of the image side in [0, 0.5]",
-                                lambda v: 0 <= v <= 0.5),
-                               ("scale", "a zoom fraction in [0, 0.5]", lambda v: 0 <= v <= 0.5)):
-            value = getattr(self, name)
-            if (isinstance(value, bool) or not isinstance(value, numbers.Real)
-                    or not math.isfinite(value) or not ok(value)):
-                raise ValueError(f"TrainConfig: {name} must be {what}, got {value!r}")
-            object.__setattr__(self, name, float(value))
-
-
 @dataclass
 class TrainResult:
     """A trained model and how it got there.
@@ -256,14 +169,6 @@ class TrainResult:
 def default_device() -> torch.device:
     """CUDA when a GPU is present, else the CPU."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def _data_tag(data: ImageSplit) -> dict[str, Any]:
-    digest = hashlib.sha256()
-    for t in (data.x_train, data.y_train, data.x_test, data.y_test):
-        digest.update(t.contiguous().numpy().tobytes())
-    return {"name": data.name, "n_train": len(data.y_train), "n_test": len(data.y_test),
-            "sha256": digest.hexdigest()[:16]}
 
 
 #: Seed of :func:`validation_split` (fixed: every model of a data split validates on the same
@@ -321,27 +226,6 @@ def _augment(x: torch.Tensor, config: TrainConfig, generator: torch.Generator) -
         torch.random.set_rng_state(state)
 
 
-def checkpoint_path(results_dir: str | Path, spec: ModelSpec, config: TrainConfig,
-                    data: ImageSplit) -> Path:
-    """Checkpoint file of a run: ``{results_dir}/models/{arch}-seed{seed}-{hash}.pt``.
-
-    The hash covers the model spec, the training configuration and the data content, so any
-    change of parameters names a new file.
-
-    Examples
-    --------
-    >>> from topolip.nets.data.mnist import load_mnist
-    >>> d = load_mnist(100, 50)
-    >>> path = checkpoint_path("results", ModelSpec("vit", {}), TrainConfig(seed=3), d)
-    >>> path.parent.as_posix(), path.name.startswith("vit-seed3-"), path.suffix
-    ('results/models', True, '.pt')
-    """
-    key = json.dumps({"spec": spec.to_dict(), "config": asdict(config), "data": _data_tag(data)},
-                     sort_keys=True)
-    h = hashlib.sha256(key.encode()).hexdigest()[:10]
-    return Path(results_dir) / "models" / f"{spec.arch}-seed{config.seed}-{h}.pt"
-
-
 @torch.no_grad()
 def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
              batch_size: int = EVAL_BATCH_SIZE) -> float:
@@ -369,128 +253,6 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
     return correct / len(x)
 
 
-_KEYS = ("format", "identity", "epoch", "model", "optimizer", "scheduler", "history",
-         "test_accuracy", "checksum", "best", "final")
-
-
-def _digest(obj: Any, h) -> None:
-    """Feed ``obj`` (nested dicts, lists, tensors, plain values) into the hash ``h``."""
-    if isinstance(obj, torch.Tensor):
-        t = obj.detach().cpu().contiguous()
-        h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
-        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    elif isinstance(obj, Mapping):
-        h.update(b"{")
-        for k in sorted(obj, key=str):
-            h.update(repr(k).encode())
-            _digest(obj[k], h)
-        h.update(b"}")
-    elif isinstance(obj, list | tuple):
-        h.update(b"[")
-        for v in obj:
-            _digest(v, h)
-        h.update(b"]")
-    else:
-        h.update(repr(obj).encode())
-
-
-def _checksum(state: Mapping[str, Any]) -> str:
-    """SHA-256 of every entry of a checkpoint state except ``checksum`` itself."""
-    h = hashlib.sha256()
-    _digest({k: v for k, v in state.items() if k != "checksum"}, h)
-    return h.hexdigest()
-
-
-def _save(path: Path, state: dict[str, Any]) -> None:
-    state = {**state, "checksum": _checksum(state)}
-    buf = io.BytesIO()
-    torch.save(state, buf)
-    atomic_write(path, lambda f: f.write(buf.getvalue()))
-
-
-def _corrupt(path: Path, what: str) -> ValueError:
-    return ValueError(f"checkpoint {path} is not usable: {what}; delete the file to retrain "
-                      "(the train notebook writes it again)")
-
-
-def _load(path: Path) -> dict[str, Any]:
-    """Read and verify a checkpoint: keys, checksum, finite weights, a possible epoch.
-
-    Raises
-    ------
-    ValueError
-        Naming ``path``, for an unreadable or foreign file, a missing key, a checksum that does
-        not match (a flipped bit), non-finite weights, or an epoch the run cannot have reached.
-    """
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # a truncated or foreign file: say which one
-        raise ValueError(f"cannot read checkpoint {path}: {exc}") from exc
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
-        found = state.get("format") if isinstance(state, dict) else type(state).__name__
-        raise ValueError(f"{path} is not a topolip checkpoint of format {FORMAT} (found "
-                         f"{found!r}); delete it to retrain")
-    missing = [k for k in _KEYS if k not in state]
-    if missing:
-        raise _corrupt(path, f"it lacks the key(s) {missing}")
-    if state["checksum"] != _checksum(state):
-        raise _corrupt(path, "its checksum does not match its content (a damaged file)")
-    try:
-        config = TrainConfig(**state["identity"]["config"])
-        spec = state["identity"]["spec"]
-        if not isinstance(spec["arch"], str) or not isinstance(spec["params"], Mapping):
-            raise TypeError("spec must hold an arch name and a params mapping")
-    except (KeyError, TypeError, ValueError) as exc:
-        raise _corrupt(path, f"its run identity is malformed ({exc})") from None
-    epoch = state["epoch"]
-    if (isinstance(epoch, bool) or not isinstance(epoch, int)
-            or not 1 <= epoch <= config.epochs):
-        raise _corrupt(path, f"it claims epoch {epoch!r} of a {config.epochs}-epoch run")
-    if not isinstance(state["history"], list) or len(state["history"]) != epoch:
-        raise _corrupt(path, f"its history has {len(state['history'])} epochs, not {epoch}")
-    acc = state["test_accuracy"]
-    if acc is not None:
-        if epoch != config.epochs:
-            raise _corrupt(path, f"it is marked finished at epoch {epoch} of {config.epochs}")
-        if not (isinstance(acc, float | int) and 0.0 <= acc <= 1.0):
-            raise _corrupt(path, f"its test accuracy {acc!r} is not in [0, 1]")
-    if (acc is None) != (state["final"] is None):
-        raise _corrupt(path, "its test accuracy and its final summary disagree on whether the "
-                       "run finished")
-    if state["final"] is not None:
-        final = state["final"]
-        if not isinstance(final, Mapping) or set(final) != {"train_accuracy", "val_accuracy",
-                                                             "best_epoch"}:
-            raise _corrupt(path, f"its final summary {final!r} is malformed")
-        if not (isinstance(final["best_epoch"], int) and 1 <= final["best_epoch"] <= epoch):
-            raise _corrupt(path, f"it names best epoch {final['best_epoch']!r} of {epoch}")
-    weights = [("model", state["model"])]
-    best = state["best"]
-    if best is not None:
-        if (not isinstance(best, Mapping) or set(best) != {"epoch", "val_accuracy", "model"}
-                or not isinstance(best["epoch"], int) or not 1 <= best["epoch"] <= epoch):
-            raise _corrupt(path, "its best-validation entry is malformed")
-        weights.append(("best-validation model", best["model"]))
-    for what, tensors in weights:
-        if not isinstance(tensors, Mapping):
-            raise _corrupt(path, f"its {what} state is not a mapping of tensors")
-        for name, t in tensors.items():
-            if (isinstance(t, torch.Tensor) and t.is_floating_point()
-                    and not torch.isfinite(t).all()):
-                raise _corrupt(path, f"weight {name!r} of its {what} holds NaN/inf values "
-                               "(a diverged run)")
-    return state
-
-
-def _load_weights(path: Path, model: nn.Module, state: Mapping[str, Any]) -> None:
-    try:
-        model.load_state_dict(state)
-    except RuntimeError as exc:
-        first = str(exc).strip().splitlines()
-        raise _corrupt(path, "its weights do not fit the model it names: "
-                       + " ".join(x.strip() for x in first[:3])) from None
-
-
 class TaskAbandoned(RuntimeError):
     """A training stopped because nobody waits for it any more (its client or scheduler is
     gone); it wrote no checkpoint after it noticed."""
@@ -500,61 +262,6 @@ def _abandon_if_unwanted(still_wanted: Callable[[], bool] | None, spec: Any, epo
     if still_wanted is not None and not still_wanted():
         raise TaskAbandoned(f"training of {getattr(spec, 'arch', spec)} stopped after epoch "
                             f"{epoch}: its client is gone; no checkpoint written for it")
-
-
-def _writer_alive(tmp: Path, name: str) -> bool | None:
-    """Whether the process that named ``tmp`` (``.{name}.{pid}.XXXX.tmp``) still runs on this
-    host; None when the name holds no pid (a file of an older writer)."""
-    rest = tmp.name[len(f".{name}."):].split(".")
-    if len(rest) < 3 or not rest[0].isdigit():
-        return None
-    try:
-        os.kill(int(rest[0]), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, OSError):
-        return True  # another user's live process (or a pid we cannot probe): keep it
-    return True
-
-
-def remove_stale_temporaries(path: str | Path, *, older_than_s: float = 60.0) -> list[Path]:
-    """Delete temporary files that an interrupted write of ``path`` left behind.
-
-    :func:`topolip.io.atomic_write` writes ``.{name}.{pid}.XXXX.tmp`` next to ``path`` and
-    renames it; a process killed in between leaves that file. A temporary whose writer (the
-    ``pid`` in its name) no longer runs on this host is removed whatever its age, so a resume
-    right after a kill cleans up. Any other (a live writer's, a name without a pid, a writer on
-    another host sharing the folder, a reused pid) is removed when not modified for
-    ``older_than_s`` seconds or dated more than that in the future (a clock set wrong), so a
-    concurrent writer's fresh file is kept.
-
-    Parameters
-    ----------
-    path : path
-        The file whose temporaries are looked for (in its folder).
-    older_than_s : float, default=60.0
-        Age in seconds past which any temporary is stale.
-
-    Returns
-    -------
-    list of Path
-        The removed temporaries.
-    """
-    path = Path(path)
-    if not path.parent.is_dir():
-        return []
-    now = time.time()
-    removed = []
-    for tmp in path.parent.glob(f".{path.name}.*.tmp"):
-        try:
-            alive = _writer_alive(tmp, path.name)
-            old = abs(now - tmp.stat().st_mtime) >= older_than_s  # a future date is stale too
-            if alive is False or old:
-                tmp.unlink()
-                removed.append(tmp)
-        except FileNotFoundError:
-            pass
-    return removed
 
 
 def _lock_hash() -> str | None:
@@ -644,7 +351,8 @@ def fit(
         seed (initialisation and the per-epoch shuffling).
     checkpoint : path, optional
         Where to write the state after every epoch (atomically). If it exists, training resumes
-        from it; if it holds a finished run, no training happens. Use :func:`checkpoint_path`.
+        from it; if it holds a finished run, no training happens. Use
+        :func:`topolip.nets.checkpoints.checkpoint_path`.
     device : torch.device or str, optional
         Default :func:`default_device`. On CUDA the forward pass runs under bfloat16 autocast
         (mixed precision); on the CPU in float32.
@@ -698,7 +406,7 @@ def fit(
                                    / max(total - warmup, 1)))
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
-    identity = {"spec": spec.to_dict(), "config": asdict(config), "data": _data_tag(data)}
+    identity = run_identity(spec, config, data)
     environment = training_environment(device)
     history: list[dict[str, float]] = []
     best: dict[str, Any] | None = None
@@ -706,11 +414,11 @@ def fit(
     ckpt = Path(checkpoint) if checkpoint is not None else None
     if ckpt is not None:
         remove_stale_temporaries(ckpt)
-    state = _load(ckpt) if ckpt is not None and ckpt.exists() else None
+    state = read_checkpoint(ckpt) if ckpt is not None and ckpt.exists() else None
     if state is not None and state["identity"] != identity:
         raise ValueError(
             f"checkpoint {ckpt} belongs to another run ({state['identity']}); delete it or "
-            "use topolip.nets.train.checkpoint_path to name checkpoints by their parameters"
+            "use topolip.nets.checkpoints.checkpoint_path to name checkpoints by their parameters"
         )
     retrained = _environment_change(state.get("environment"), environment) if state else ""
     if retrained:  # trained elsewhere: not what this environment trains; start again
@@ -720,7 +428,7 @@ def fit(
                       "retraining it", RuntimeWarning, stacklevel=2)
         state = None
     if state is not None and state["final"] is not None:  # a finished run: its chosen epoch
-        _load_weights(ckpt, model, state["model"])
+        load_weights(ckpt, model, state["model"])
         model.eval()
         final = state["final"]
         return TrainResult(model=model, spec=spec, config=config,
@@ -730,12 +438,12 @@ def fit(
                            val_accuracy=final["val_accuracy"], best_epoch=final["best_epoch"],
                            resumed_from_epoch=config.epochs, environment=environment)
     if state is not None:
-        _load_weights(ckpt, model, state["model"])
+        load_weights(ckpt, model, state["model"])
         try:
             opt.load_state_dict(state["optimizer"])
             sched.load_state_dict(state["scheduler"])
         except (KeyError, ValueError, RuntimeError) as exc:
-            raise _corrupt(ckpt, f"its optimizer state does not fit ({exc})") from None
+            raise checkpoint_error(ckpt, f"its optimizer state does not fit ({exc})") from None
         history = list(state["history"])
         best = state["best"]
         start_epoch = int(state["epoch"])
@@ -778,11 +486,11 @@ def fit(
                         **({} if val_acc is None else {"val": f"{val_acc:.3f}"}))
         _abandon_if_unwanted(still_wanted, spec, epoch + 1)
         if ckpt is not None:
-            _save(ckpt, {"format": FORMAT, "identity": identity, "epoch": epoch + 1,
-                         "model": model.state_dict(), "optimizer": opt.state_dict(),
-                         "scheduler": sched.state_dict(), "history": history,
-                         "test_accuracy": None, "environment": environment, "best": best,
-                         "final": None})
+            save_checkpoint(ckpt, {"format": FORMAT, "identity": identity, "epoch": epoch + 1,
+                                   "model": model.state_dict(), "optimizer": opt.state_dict(),
+                                   "scheduler": sched.state_dict(), "history": history,
+                                   "test_accuracy": None, "environment": environment, "best": best,
+                                   "final": None})
         if on_epoch_end is not None:
             on_epoch_end(epoch + 1)
     if best is not None:  # the epoch chosen on the validation images
@@ -795,11 +503,11 @@ def fit(
              "best_epoch": best_epoch}
     _abandon_if_unwanted(still_wanted, spec, config.epochs)
     if ckpt is not None:  # the finished run keeps the chosen epoch's weights only
-        _save(ckpt, {"format": FORMAT, "identity": identity, "epoch": config.epochs,
-                     "model": model.state_dict(), "optimizer": opt.state_dict(),
-                     "scheduler": sched.state_dict(), "history": history,
-                     "test_accuracy": test_acc, "environment": environment, "best": None,
-                     "final": final})
+        save_checkpoint(ckpt, {"format": FORMAT, "identity": identity, "epoch": config.epochs,
+                               "model": model.state_dict(), "optimizer": opt.state_dict(),
+                               "scheduler": sched.state_dict(), "history": history,
+                               "test_accuracy": test_acc, "environment": environment, "best": None,
+                               "final": final})
     return TrainResult(model=model, spec=spec, config=config, history=copy.deepcopy(history),
                        test_accuracy=test_acc, device=str(device), **final,
                        resumed_from_epoch=start_epoch, environment=environment,
@@ -815,13 +523,14 @@ def load_trained(path: str | Path, *, device: torch.device | str | None = None) 
         If ``path`` does not exist (run the train notebook first).
     ValueError
         Naming the file, if it is not a finished topolip checkpoint, or fails a check of
-        :func:`_load`: missing keys, a checksum mismatch (a flipped bit), NaN/inf weights, an
-        epoch the run cannot have reached, weights of the wrong shape for the model it names.
+        :func:`topolip.nets.checkpoints.read_checkpoint`: missing keys, a checksum mismatch (a
+        flipped bit), NaN/inf weights, an epoch the run cannot have reached, weights of the
+        wrong shape for the model it names.
     """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no checkpoint at {path}; run the train notebook (01_train) first")
-    state = _load(path)
+    state = read_checkpoint(path)
     if state["test_accuracy"] is None:
         raise ValueError(f"{path} holds an unfinished run (epoch {state['epoch']}); resume it "
                          "with topolip.nets.train.fit")
@@ -831,31 +540,9 @@ def load_trained(path: str | Path, *, device: torch.device | str | None = None) 
     try:
         model = spec.build()
     except (TypeError, ValueError) as exc:
-        raise _corrupt(path, f"it names a model that cannot be built ({exc})") from None
-    _load_weights(path, model, state["model"])
+        raise checkpoint_error(path, f"it names a model that cannot be built ({exc})") from None
+    load_weights(path, model, state["model"])
     model.to(device).eval()
     return TrainResult(model=model, spec=spec, config=config, history=list(state["history"]),
                        test_accuracy=float(state["test_accuracy"]), device=str(device),
                        **state["final"], environment=state.get("environment"))
-
-
-def spec_for(arch: str, params: Mapping[str, Any], data: ImageSplit) -> ModelSpec:
-    """The :class:`ModelSpec` of ``arch`` for ``data``'s image shape.
-
-    ``in_channels``, ``image_size`` and ``num_classes`` are taken from the data when the
-    architecture's builder has them and ``params`` does not set them.
-
-    Examples
-    --------
-    >>> from topolip.nets.data.mnist import load_mnist
-    >>> spec_for("vit", {"num_layers": 2}, load_mnist(100, 50)).params["image_size"]
-    28
-    """
-    import inspect
-
-    takes = inspect.signature(check_arch(arch)).parameters
-    derived = {"in_channels": data.image_shape[0], "image_size": data.image_shape[1],
-               "num_classes": data.num_classes}
-    full = {k: v for k, v in derived.items() if k in takes}
-    full.update(json_plain(dict(params)))
-    return ModelSpec(arch, full)
