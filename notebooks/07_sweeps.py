@@ -66,9 +66,6 @@ sweeps = {
 # %% tags=["remove-input"]
 from pathlib import Path
 
-import pandas as pd
-
-from topolip.experiments.model_measurement import model_images
 from topolip.experiments.sweeps import run_sweeps
 from topolip.nets.data import load_dataset
 from topolip.nets.run_spec import TrainConfig
@@ -92,17 +89,12 @@ config = TrainConfig(epochs=sweep_epochs, batch_size=batch_size, lr=lr,
                      weight_decay=weight_decay, val_size=val_size, warmup=warmup,
                      **augment)
 _ = configure_threads(threads)
-parts = []
 with TaskRunner(scheduler, n_workers=n_workers) as runner:
-    for seed in sweep_seeds:
-        images = model_images(data.x_test, data.y_test, seed, n_points=n_points,
-                              n_robust=n_robust, floor=True)
-        parts.append(run_sweeps(sweeps, data, config, results_dir=results_dir, x=images.x,
-                                y=images.y, x_floor=images.x_floor,
-                                perturbations=sweep_perturbations, spec=spec,
-                                n_points=n_points, seeds=[seed],
-                                pgd_steps=pgd_steps, runner=runner))
-table = pd.concat(parts, ignore_index=True).drop(columns=["resumed_from_epoch"])
+    table = run_sweeps(sweeps, data, config, results_dir=results_dir,
+                       perturbations=sweep_perturbations, n_robust=n_robust, n_points=n_points,
+                       floor=True, spec=spec, seeds=sweep_seeds, pgd_steps=pgd_steps,
+                       runner=runner)
+table = table.drop(columns=["resumed_from_epoch"])
 _ = write_table(table, tables / "sweeps.csv", params)
 
 # %% tags=["remove-input"]

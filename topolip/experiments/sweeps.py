@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from topolip.experiments.model_measurement import measure_model
+from topolip.experiments.model_measurement import measure_model, model_images
 from topolip.experiments.per_model import train_models
 from topolip.io import json_plain
 from topolip.nets.checkpoints import checkpoint_path
@@ -139,12 +139,11 @@ def run_sweeps(
     config: TrainConfig,
     *,
     results_dir: str | Path,
-    x: torch.Tensor,
-    y: torch.Tensor,
     perturbations: Mapping[str, float],
-    x_floor: torch.Tensor | None = None,
-    spec: TopoLipSpec = TopoLipSpec(),
+    n_robust: int,
     n_points: int | None = None,
+    floor: bool = False,
+    spec: TopoLipSpec = TopoLipSpec(),
     seeds: Sequence[int] = (0,),
     pgd_steps: int = 10,
     device: torch.device | str | None = None,
@@ -155,10 +154,13 @@ def run_sweeps(
     measure model TopoLip.
 
     Each distinct model (sweep point and seed; the base point appears in several sweeps and is
-    trained once) is one task of ``runner``: it trains the model and measures it. The models of
-    every sweep are submitted together, so no worker waits for the last model of one
-    architecture before the next architecture starts; the rows are those of one call per
-    architecture, concatenated in the order of ``sweeps``.
+    trained once) is one task of ``runner``: it trains the model and measures it on its seed's
+    images, drawn from ``data.x_test`` by the rule every model of the chain follows
+    (:func:`topolip.experiments.model_measurement.model_images`), so a sweep model of seed
+    ``s`` sees the images of the main models of seed ``s``. The models of every sweep and seed
+    are submitted together, so no worker waits for the last model of one architecture or seed
+    before the next starts; the rows are those of one call per seed and architecture,
+    concatenated seed by seed in the order of ``sweeps``.
 
     Parameters
     ----------
@@ -174,24 +176,22 @@ def run_sweeps(
         Checkpoints go to ``{results_dir}/models/``
         (:func:`topolip.nets.checkpoints.checkpoint_path`): a finished one is loaded instead of
         trained, an unfinished one resumed.
-    x : torch.Tensor of shape (n, C, H, W)
-        Clean evaluation images (pixels in [0, 1]): the accuracy drop is taken on all of them,
-        TopoLip on the first ``n_points``.
-    y : torch.Tensor of shape (n,)
-        Their labels.
     perturbations : mapping of str to float
         ``{kind: strength}`` (ε in pixel units for attacks, severity 0..5 for corruptions), as
         in :func:`topolip.experiments.model_measurement.measure_model`.
-    x_floor : torch.Tensor of shape (n_points, C, H, W), optional
-        The noise floor's clean batch, disjoint from ``x[:n_points]``
-        (:func:`topolip.experiments.model_measurement.model_images` with ``floor=True``): every row
-        then carries the floor columns and its ``within_noise_floor`` flag, as the main models'
-        rows; without it they are NaN / empty.
+    n_robust : int
+        Clean evaluation images per seed (pixels in [0, 1], at least ``n_points`` are taken):
+        the accuracy drop is taken on all of them, TopoLip on the first ``n_points``.
+    n_points : int, optional
+        Images per point cloud (default all of the evaluation images).
+    floor : bool, default=False
+        Measure the noise floor on a clean batch of ``n_points`` more images, disjoint from the
+        cloud (needs ``n_points`` and ``2 * n_points`` test images): every row then carries the
+        floor columns and its ``within_noise_floor`` flag, as the main models' rows; without it
+        they are NaN / empty.
     spec : TopoLipSpec
         Degrees, Wasserstein order ``p``, ground metric ``q``, backend and greedy subsample
         ``n_perm`` of the diagrams.
-    n_points : int, optional
-        Images per point cloud (default all of ``x``).
     seeds : sequence of int, default=(0,)
         Training seeds; the perturbation of a model uses its training seed.
     pgd_steps : int, default=10
@@ -214,7 +214,8 @@ def run_sweeps(
         ``best_epoch`` (the epoch kept), the columns of
         :func:`topolip.experiments.model_measurement.measure_model`'s summary
         (``perturbation``, ``strength``, ``n_layers`` = ``L``, model TopoLip raw and
-        scale-free, ``accuracy_clean``, ``accuracy_perturbed`` and ``accuracy_drop`` on ``x``,
+        scale-free, ``accuracy_clean``, ``accuracy_perturbed`` and ``accuracy_drop`` on the
+        seed's evaluation images,
         the baselines, ``parameters``), ``resumed_from_epoch`` (``config.epochs`` when nothing
         was trained in this call) and ``checkpoint``.
 
@@ -222,8 +223,10 @@ def run_sweeps(
     ------
     ValueError
         If ``sweeps`` is empty or an entry lacks ``base`` or ``grid``, ``perturbations`` is
-        empty or holds an unknown kind, ``seeds`` is empty, or a sweep point is invalid
-        (:func:`sweep_points`), before anything is trained.
+        empty or holds an unknown kind, ``seeds`` is empty, a sweep point is invalid
+        (:func:`sweep_points`), or the images do not fit in ``data.x_test``
+        (:func:`~topolip.experiments.model_measurement.model_images`), before anything is
+        trained.
     topolip.tasks.TaskError
         After every other model finished, naming each sweep model (architecture, seed,
         parameters, training configuration) whose training or measurement failed.
@@ -237,7 +240,7 @@ def run_sweeps(
     >>> sweep = {"conv_stack": {"base": {"channels": 2}, "grid": {"num_layers": [1, 2]}}}
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     t = run_sweeps(sweep, d, TrainConfig(epochs=1, batch_size=40), results_dir=tmp,
-    ...                    x=d.x_test[:8], y=d.y_test[:8], perturbations={"gaussian_noise": 3})
+    ...                    perturbations={"gaussian_noise": 3}, n_robust=8, n_points=8)
     >>> t[["parameter", "value", "n_layers", "resumed_from_epoch"]].values.tolist()
     [['num_layers', '1', 2, 0], ['num_layers', '2', 3, 0]]
     """
@@ -260,7 +263,12 @@ def run_sweeps(
         raise ValueError(f"seeds must be a non-empty list of integers, got {seeds!r}")
     points_of = {arch: sweep_points(arch, sweep["base"], sweep["grid"], data)
                  for arch, sweep in sweeps.items()}
+    drawn = {int(seed): model_images(data.x_test, data.y_test, int(seed), n_points=n_points,
+                                     n_robust=n_robust, floor=floor) for seed in seeds}
     runner = runner if runner is not None else TaskRunner("serial", progress=progress)
+    images = {seed: {"x": runner.share(m.x), "y": runner.share(m.y),
+                     "x_floor": None if m.x_floor is None else runner.share(m.x_floor)}
+              for seed, m in drawn.items()}
     jobs: dict[Path, tuple[ModelSpec, TrainConfig]] = {}
     for points in points_of.values():
         for point in points:
@@ -271,18 +279,16 @@ def run_sweeps(
     outs = train_models(list(jobs.values()), data, results_dir=results_dir, runner=runner,
                         device=device, measure=_measure_point,
                         desc=f"sweep {', '.join(sweeps)}",
-                        measure_kwargs={"x": runner.share(x), "y": runner.share(y),
-                                        "x_floor": None if x_floor is None
-                                        else runner.share(x_floor),
+                        measure_kwargs={"images": images,
                                         "perturbations": dict(perturbations),
                                         "topolip_spec": spec, "n_points": n_points,
                                         "pgd_steps": pgd_steps})
     done = dict(zip(jobs, outs, strict=True))
     rows = []
-    for arch, points in points_of.items():
-        seen = set()
-        for point in points:
-            for seed in seeds:
+    for seed in seeds:
+        for arch, points in points_of.items():
+            seen = set()
+            for point in points:
                 ckpt = checkpoint_path(results_dir, point.spec, replace(config, seed=int(seed)),
                                        data)
                 out = done[ckpt]
@@ -301,10 +307,12 @@ def run_sweeps(
     return pd.DataFrame(rows)
 
 
-def _measure_point(model, spec: ModelSpec, config: TrainConfig, *, x, y, x_floor, perturbations,
+def _measure_point(model, spec: ModelSpec, config: TrainConfig, *, images, perturbations,
                    topolip_spec, n_points, pgd_steps) -> pd.DataFrame:
-    """The summary of :func:`measure_model` of one trained sweep model (a task's second half)."""
-    m = measure_model(model, x, y, perturbations, topolip_spec, n_points=n_points,
-                      x_floor=x_floor, seed=config.seed, pgd_steps=pgd_steps,
+    """The summary of :func:`measure_model` of one trained sweep model (a task's second half),
+    on its seed's images (``images[config.seed]``: ``x``, ``y``, ``x_floor``)."""
+    own = images[config.seed]
+    m = measure_model(model, own["x"], own["y"], perturbations, topolip_spec, n_points=n_points,
+                      x_floor=own["x_floor"], seed=config.seed, pgd_steps=pgd_steps,
                       num_classes=spec.params.get("num_classes"))
     return m.summary
