@@ -109,11 +109,11 @@ def model_images(x: torch.Tensor, y: torch.Tensor, seed: int, *, n_points: int |
 
     Every per-model task (:func:`measure_trained`, :func:`measure_bounds_trained`,
     :func:`topolip.experiments.ood.measure_ood_trained`,
-    :func:`topolip.experiments.robustness.robustness_trained`)
-    and the sweeps (:func:`topolip.experiments.sweeps.run_sweeps`) take their images here, from the seeded permutation of
-    :func:`seed_batch`: the evaluation batch is its first ``max(n_robust, n_points)`` images,
-    the point cloud the first ``n_points`` of those, and the noise floor's clean batch the next
-    ``n_points`` (disjoint from the cloud).
+    :func:`topolip.experiments.robustness.robustness_trained`) and the sweeps
+    (:func:`topolip.experiments.sweeps.run_sweeps`) take their images here, from the seeded
+    permutation of :func:`seed_batch`: the evaluation batch is its first
+    ``max(n_robust, n_points)`` images, the point cloud the first ``n_points`` of those, and the
+    noise floor's clean batch the next ``n_points`` (disjoint from the cloud).
 
     Parameters
     ----------
