@@ -34,6 +34,7 @@ __all__ = ["FORMAT", "checkpoint_error", "checkpoint_path", "load_weights", "rea
 #: The checkpoint format (2: a SHA-256 checksum of the state; 3: the best-validation epoch kept).
 FORMAT = 3
 
+
 def _data_tag(data: ImageSplit) -> dict[str, Any]:
     digest = hashlib.sha256()
     for t in (data.x_train, data.y_train, data.x_test, data.y_test):

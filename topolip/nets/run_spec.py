@@ -109,7 +109,6 @@ class TrainConfig:
             object.__setattr__(self, name, float(value))
 
 
-
 def spec_for(arch: str, params: Mapping[str, Any], data: ImageSplit) -> ModelSpec:
     """The :class:`ModelSpec` of ``arch`` for ``data``'s image shape.
 

@@ -22,8 +22,10 @@ from topolip import roster
 __all__ = ["SCHEMA", "Param", "ParameterError", "describe_schema", "schema_defaults",
            "suggest_name", "validate_params"]
 
+
 class ParameterError(ValueError):
     """A profile, override or notebook that names parameters wrongly."""
+
 
 def suggest_name(name: str, known: Iterable[str]) -> str:
     """The hint an error about an unknown name ends with: ``"; did you mean 'x'?"`` for the

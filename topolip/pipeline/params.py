@@ -102,6 +102,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         raise ParameterError(f"cannot parse the value of override {text!r}: {exc}") from exc
     return name.split("."), value
 
+
 def apply_overrides(params: Mapping[str, Any], overrides: Iterable[str],
                     known: Iterable[str] | None = None) -> dict[str, Any]:
     """Return a copy of ``params`` with ``name=value`` overrides applied.
