@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from topolip import roster
 from topolip.cli import main
 from topolip.pipeline.param_schema import (
     SCHEMA,
@@ -66,10 +67,10 @@ def test_schema_kinds_match_the_library():
     from topolip.perturbations.attacks import ATTACKS
     from topolip.perturbations.corruptions import CORRUPTIONS
     from topolip.perturbations.ood_sets import OOD_SETS
-    from topolip.pipeline.param_schema import _MODEL_GROUPS, _OOD_LIMITS
+    from topolip.pipeline.param_schema import _MODEL_GROUPS
 
     assert set(_MODEL_GROUPS) == set(ARCHITECTURES)
-    assert set(_OOD_LIMITS) == set(OOD_SETS)
+    assert roster.ood_names() == tuple(OOD_SETS)
     assert validate_params({"topolip_strengths": {"pgd": 0.1, **{k: 1 for k in CORRUPTIONS}}})
     assert validate_params({"sweep_perturbations": {k: 0.1 for k in ATTACKS}})
 
@@ -309,3 +310,30 @@ def test_cli_schema_lists_every_parameter(repo, capsys):
     assert main(["params", "--schema", "--root", str(repo)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in out] == list(SCHEMA)
+
+
+@pytest.mark.parametrize("name", ["digits", "inverted_mnist"])
+def test_the_schema_and_the_loader_share_an_ood_set_s_size(name):
+    """One size per OOD set (roster.OODSet.size): the loader refuses one image more, and so does
+    the schema, before anything runs."""
+    from topolip.perturbations.ood_sets import load_ood
+
+    size = roster.ood_set(name).size
+    assert len(load_ood(name, n=size)[0]) == size
+    with pytest.raises(ValueError, match=rf"n must be an integer in 1..{size} for '{name}'"):
+        load_ood(name, n=size + 1)
+    with pytest.raises(ParameterError, match=rf"n_ood must be <= {size}"):
+        validate_params({"n_ood": size + 1, "ood_sets": [name, "photo_patches"]})
+    assert validate_params({"n_ood": size, "ood_sets": [name]})["n_ood"] == size
+
+
+def test_the_schema_reads_the_data_sets_sizes_from_the_roster():
+    from topolip.nets.data import DATASETS
+    from topolip.nets.data.mnist import N_EMBEDDED
+
+    assert DATASETS == roster.dataset_names()
+    assert N_EMBEDDED == roster.dataset("mnist").train_images
+    with pytest.raises(ParameterError, match=r"n_train \+ n_test must be <= 5000"):
+        validate_params({"dataset": "mnist", "n_train": 4000, "n_test": 1001})
+    with pytest.raises(ParameterError, match="cifar10 has 50000 train and 10000 test images"):
+        validate_params({"dataset": "cifar10", "n_train": 100, "n_test": 10_001})

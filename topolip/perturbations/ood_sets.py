@@ -33,6 +33,7 @@ import torch
 from torchvision.transforms.v2 import InterpolationMode
 from torchvision.transforms.v2 import functional as TF
 
+from topolip import roster
 from topolip.nets.data.split import ImageSplit, stratified_split
 
 __all__ = ["OOD_SETS", "load_ood", "load_ood_batches"]
@@ -45,9 +46,6 @@ OOD_SETS: dict[str, str] = {
     "photo_patches": "random crops of scikit-learn's two sample photos; no labels, y = -1 "
                      "(far shift)",
 }
-
-
-_MAX_PATCHES = 100_000
 
 
 def load_ood(name: str, *, n: int, seed: int = 0,
@@ -111,7 +109,7 @@ def load_ood(name: str, *, n: int, seed: int = 0,
         raise ValueError(f"image_shape must be (C, H, W) with C in {{1, 3}} and H, W >= 1, "
                          f"got {image_shape!r}")
     c, h, w = (int(s) for s in shape)
-    limit = {"digits": 1797, "inverted_mnist": 5000, "photo_patches": _MAX_PATCHES}[name]
+    limit = roster.ood_set(name).size
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or not 1 <= n <= limit:
         raise ValueError(f"n must be an integer in 1..{limit} for {name!r}, got {n!r}")
     n = int(n)

@@ -398,7 +398,7 @@ _P = Param
 SCHEMA: dict[str, Param] = {p.name: p for p in (
     # where results go, data
     _P("results_dir", _Text(), "folder of the run's tables, checkpoints and figures"),
-    _P("dataset", _OneOf("mnist", "cifar10"), "image data (mnist: embedded 5,000 digits)"),
+    _P("dataset", _OneOf(*roster.dataset_names()), "image data (mnist: embedded 5,000 digits)"),
     _P("data_root", _Text(), "folder holding cifar-10-batches-py/ (dataset cifar10)"),
     _P("n_train", _Int(1), "training images (class-stratified draw)"),
     _P("n_test", _Int(1), "test images (class-stratified draw)"),
@@ -537,8 +537,6 @@ SCHEMA: dict[str, Param] = {p.name: p for p in (
 
 # --------------------------------------------------------------------------- cross-field rules
 
-_IMAGES = {"mnist": (5000, None, 28), "cifar10": (50_000, 10_000, 32)}  # train, test, side
-_OOD_LIMITS = {"digits": 1797, "inverted_mnist": 5000, "photo_patches": 100_000}
 
 
 def _rule_sizes(p):
@@ -564,7 +562,8 @@ def _rule_sizes(p):
                f"({p['ladder_pgd_steps']}): the masking check compares the short PGD with the "
                "ladder's")
     if {"dataset", "n_train", "n_test"} <= set(p):
-        n_tr, n_te, _ = _IMAGES[p["dataset"]]
+        data = roster.dataset(p["dataset"])
+        n_tr, n_te = data.train_images, data.test_images
         if n_te is None and p["n_train"] + p["n_test"] > n_tr:
             yield (("n_train", "n_test", "dataset"),
                    f"n_train + n_test must be <= {n_tr} (the {p['dataset']} images)")
@@ -607,7 +606,7 @@ def _heads_ok(params: Mapping) -> bool:
 
 
 def _rule_models(p):
-    side = _IMAGES[p["dataset"]][2] if "dataset" in p else None
+    side = roster.dataset(p["dataset"]).side if "dataset" in p else None
     for arch in roster.arch_names("attention"):
         if arch not in p:
             continue
@@ -633,7 +632,7 @@ def _rule_models(p):
 
 def _rule_ood(p):
     if {"n_ood", "ood_sets"} <= set(p):
-        limit = min(_OOD_LIMITS.get(s, math.inf) for s in p["ood_sets"])
+        limit = min(roster.ood_set(s).size for s in p["ood_sets"])
         if p["n_ood"] > limit:
             yield (("n_ood", "ood_sets"), f"n_ood must be <= {limit} (the smallest chosen set)")
 

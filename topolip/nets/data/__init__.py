@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from topolip import roster
 from topolip.nets.data import cifar, mnist, split
 
 __all__ = ["DATASETS", "load_dataset"]
 
-DATASETS = ("mnist", "cifar10")
+DATASETS = roster.dataset_names()
 
 
 def load_dataset(name: str, *, n_train: int, n_test: int, seed: int = 0,

@@ -7,11 +7,12 @@ import functools
 import numpy as np
 import torch
 
+from topolip import roster
 from topolip.nets.data.split import ImageSplit, stratified_split
 
 __all__ = ["load_mnist"]
 
-N_EMBEDDED = 5000
+N_EMBEDDED = roster.dataset("mnist").train_images
 
 
 def load_mnist(n_train: int = 4000, n_test: int = 1000, seed: int = 0) -> ImageSplit:
