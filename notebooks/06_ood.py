@@ -20,7 +20,11 @@
 # the data sets. Narrowing maps OOD data onto in-distribution-like features, which is not
 # obviously a virtue, so we also measure what the models *do* on OOD data: their max-softmax
 # confidence and how well it separates test from OOD images (AUROC;
-# {cite:t}`hendrycks2017baseline`). The TopoLip of a model is taken on its seed's own images, so
+# {cite:t}`hendrycks2017baseline`), and beside it two detection scores that read the logits
+# before the softmax normalises them, the maximum logit ({cite:t}`hendrycks2022scaling`) and
+# the energy score $\log\sum_k e^{f_k(x)}$ ({cite:t}`liu2020energy`). The max-softmax AUROC
+# is the registered primary (chosen before the first run); the other two are its secondaries,
+# added later. The TopoLip of a model is taken on its seed's own images, so
 # the trained model is the unit; the AUROC is taken on the whole test set and the same OOD
 # images for every seed, so its image variance is not in the seeds' spread: it alone is
 # recomputed on bootstrap resamples of the images (no diagram is computed on a resample).
@@ -95,6 +99,8 @@ assert (own["accuracy"] - own["test_accuracy"]).abs().max() < 1e-12, "same test 
 _ = publish_registered("fig-ood-topolip", results_dir=results_dir, params=params, seeds=seeds)
 _ = publish_registered("fig-ood-behaviour", results_dir=results_dir, params=params,
                        seeds=seeds)
+_ = publish_registered("fig-ood-detectors", results_dir=results_dir, params=params,
+                       seeds=seeds)
 _ = glue_all(ood_findings({"ood_topolip_summary": summary, "ood_behaviour": behaviour},
                           params))
 
@@ -132,14 +138,33 @@ _ = glue_all(ood_findings({"ood_topolip_summary": summary, "ood_behaviour": beha
 # image far from the digits can score above the model's own test images. The chapter
 # {doc}`10_literature` measures this on our models ({numref}`fig-lit-topology`, right: the
 # confidence of every model on test images scaled by a growing factor).
+#
+# ```{glue:figure} fig-ood-detectors
+# :name: fig-ood-detectors
+# :alt: Dot plots of the AUROC of three OOD detection scores (max-softmax, max-logit, energy), one panel per out-of-distribution set, one point per seed and architecture.
+#
+# AUROC of each detection score for separating the test set from each OOD set: the max-softmax
+# confidence, the maximum logit and the energy score (the log-sum-exp of the logits). Small
+# points: seeds; large points: means over seeds; dotted line at 0.5 (no separation; below it
+# the OOD set scores higher than the test images). {glue:md}`fig-ood-detectors-provenance`
+# ```
+#
+# With the scores that read the logits, the mean AUROC lies below chance in
+# {glue:text}`ood-detectors-below-chance` (set, architecture) pairs
+# ({numref}`fig-ood-detectors`), against {glue:text}`ood-n-below-chance` for max-softmax.
+# Hein et al.'s argument covers the logits too: along a ray far from the data a ReLU network is
+# affine, so its logits, their maximum and their log-sum-exp grow linearly with the input's
+# scale; the softmax only caps that growth at 1. Chapter {doc}`08_verdict` tests the ViT against
+# the ResNet on the far shift with each score.
 
 # %% tags=["remove-input"]
+aurocs = {column: roster.measure_label(column) for column in roster.OOD_DETECTORS.values()}
 table = behaviour.groupby(["dataset", "arch"], sort=False)[
-    ["mean_confidence", "accuracy", "auroc"]].mean().reset_index()
+    ["mean_confidence", "accuracy", *aurocs]].mean().reset_index()
 table["dataset"] = table["dataset"].map(roster.label)
 show_table(table, columns={"dataset": "data set", "arch": "architecture",
                            "mean_confidence": "mean confidence", "accuracy": "accuracy",
-                           "auroc": "AUROC"}, digits=3,
+                           **aurocs}, digits=3,
            na_reason="no accuracy where the set has no class of the model; no AUROC for the "
                      "test set itself",
            caption="Behaviour on each data set, means over seeds.")

@@ -304,6 +304,53 @@ def test_ood_auroc_adds_the_image_level_of_one_shared_image_set():
     assert seeds_only["se"] == pytest.approx(d.std(ddof=1) / math.sqrt(3))
 
 
+def test_ood_auroc_compares_the_logit_based_detectors_at_the_primary_only():
+    """``extra_measures`` add one secondary row per score at the primary comparison and set, each
+    with its own resampling se; the primary stays the max-softmax AUROC, tested alone, and the
+    two secondaries share one Holm family with the other sets' max-softmax rows."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for a, base in (("vit", 0.8), ("resnet", 0.7)):
+        for s in range(4):
+            rows.append({"arch": a, "seed": s, "dataset": "in_distribution", "n": 500,
+                         "auroc": np.nan, "auroc_max_logit": np.nan, "auroc_energy": np.nan})
+            for d in ("digits", "photo_patches"):
+                rows.append({"arch": a, "seed": s, "dataset": d, "n": 500,
+                             "auroc": base + rng.normal(0, 0.02),
+                             "auroc_max_logit": base - 0.1 + rng.normal(0, 0.02),
+                             "auroc_energy": 0.6 + rng.normal(0, 0.02)})
+    ood = pd.DataFrame(rows)
+    res = pd.DataFrame([{"arch": a, "seed": s, "group": d, "measure": m, "resample": b,
+                         "value": rng.normal(0.7, 0.01 if m == "auroc_energy" else 0.03)}
+                        for a in ("vit", "resnet") for s in range(4)
+                        for d in ("digits", "photo_patches")
+                        for m in ("auroc", "auroc_max_logit", "auroc_energy")
+                        for b in range(8)])
+    c = Claim("ood", "x", "t", "higher_ood_auroc",
+              {"extra_measures": ["auroc_max_logit", "auroc_energy", "auroc_absent"]},
+              {"comparison": "vit vs resnet", "group": "photo_patches"})
+    v = evaluate([c], {"ood_behaviour": ood, "ood_resamples": res})
+    assert v[["measure", "group", "role"]].values.tolist() == [
+        ["auroc", "digits", "secondary"], ["auroc", "photo_patches", "primary"],
+        ["auroc_max_logit", "photo_patches", "secondary"],
+        ["auroc_energy", "photo_patches", "secondary"]]
+    by = v.set_index("measure")
+    p = ood[ood["dataset"] == "photo_patches"].pivot(index="seed", columns="arch")
+    for m in ("auroc_max_logit", "auroc_energy"):
+        d = (p[(m, "vit")] - p[(m, "resnet")]).to_numpy()
+        r = res[(res["group"] == "photo_patches") & (res["measure"] == m)].pivot_table(
+            index=["seed", "resample"], columns="arch", values="value")
+        image_se = (r["vit"] - r["resnet"]).groupby(level="seed").std(ddof=1).mean()
+        assert by.loc[m, "effect"] == pytest.approx(d.mean())
+        assert by.loc[m, "se"] == pytest.approx(math.sqrt(d.var(ddof=1) / 4 + image_se**2))
+        assert "secondary: Holm over the claim's 3 secondary comparisons" in by.loc[m, "detail"]
+    assert by.loc["auroc_energy", "effect"] == pytest.approx(0.0, abs=0.05)
+    # a table without the columns (an earlier run's): the claim as before
+    old = evaluate([c], {"ood_behaviour": ood.drop(columns=["auroc_max_logit", "auroc_energy"]),
+                         "ood_resamples": res[res["measure"] == "auroc"]})
+    assert old["measure"].tolist() == ["auroc", "auroc"]
+
+
 def _models(n_seeds=3, kinds=("fgsm", "blur"), slope=None, seed=0):
     rng = np.random.default_rng(seed)
     rows = []

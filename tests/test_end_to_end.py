@@ -118,8 +118,8 @@ def test_chain_and_book(tmp_path):
     figures = root / "results/tiny/figures"
     for name in ("fig-noise-floor", "fig-robustness-curves", "fig-radius-curves",
                  "fig-topolip-vs-drop",
-                 "fig-ood-topolip", "fig-ood-behaviour", "fig-sweep-vit", "fig-verdicts",
-                 "fig-measure-study"):
+                 "fig-ood-topolip", "fig-ood-behaviour", "fig-ood-detectors", "fig-sweep-vit",
+                 "fig-verdicts", "fig-measure-study"):
         assert (figures / f"{name}.png").exists(), name
 
     # the numbers of the prose are the library's findings of the saved tables, as read back

@@ -109,7 +109,8 @@ def test_missing_table_is_an_error_naming_it(tmp_path):
 def test_registry_holds_the_book_figures_and_rejects_duplicates():
     expected = {"fig-train-curves", "fig-noise-floor", "fig-compare-end-to-end",
                 "fig-compare-by-layer", "fig-robustness-curves", "fig-topolip-vs-drop",
-                "fig-ood-topolip", "fig-ood-behaviour", "fig-verdicts", "fig-measure-study",
+                "fig-ood-topolip", "fig-ood-behaviour", "fig-ood-detectors", "fig-verdicts",
+                "fig-measure-study",
                 "fig-sweep-vit", "fig-sweep-resnet", "fig-sweep-attention-stack",
                 "fig-sweep-conv-stack", "fig-theory-attention", "fig-theory-conv",
                 "fig-bounds-vs-measured"}

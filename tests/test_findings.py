@@ -239,7 +239,15 @@ def test_ood_with_every_auroc_above_chance():
     assert f == {"ood-e2e-rankings": "digits: ViT 1.50, ResNet 4.00",
                  "ood-auroc-rankings": "digits: ResNet 0.75, ViT 0.90",
                  "ood-n-below-chance": "0 of 2", "ood-below-chance": "none",
+                 "ood-detectors-below-chance": "not measured",
                  "ood-n-points": "50", "ood-n-ood": "100"}
+    # with the logit-based detectors' AUROCs: the count below chance for each, of the
+    # (set, architecture) means
+    behaviour = behaviour.assign(auroc_max_logit=[0.4, 0.6, np.nan, np.nan],
+                                 auroc_energy=[0.3, 0.45, np.nan, np.nan])
+    f = F.ood_findings({"ood_topolip_summary": summary, "ood_behaviour": behaviour},
+                       {"n_points": 50, "n_ood": 100})
+    assert f["ood-detectors-below-chance"] == "max-logit 1 of 2, energy 2 of 2"
 
 
 def test_sweeps_trend_words_and_a_family_with_too_few_sizes():

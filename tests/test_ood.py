@@ -9,17 +9,19 @@ import pandas as pd
 import pytest
 import torch
 
+from topolip import roster
 from topolip.experiments.model_measurement import (
     model_summaries,
 )
 from topolip.experiments.ood import (
+    detection_scores,
     measure_ood,
     measure_ood_trained,
     ood_auroc_resamples,
     ood_behaviour,
     ood_scores,
 )
-from topolip.experiments.robustness import softmax_predictions
+from topolip.experiments.robustness import model_logits
 from topolip.nets.data.mnist import load_mnist
 from topolip.nets.data.split import ImageSplit
 from topolip.nets.models.probes import collect_activations
@@ -104,14 +106,49 @@ def test_bad_arguments_raise(kwargs, match):
 
 # --- OOD behaviour and TopoLip under shift -----------------------------------------------------
 
+def _confidence(model, x, **kw):
+    return detection_scores(model_logits(model, x, **kw))["max_softmax"]
+
+
 def test_softmax_confidence_matches_softmax_and_bounds(tiny_resnet, mnist_600):
-    conf = softmax_predictions(tiny_resnet, mnist_600.x_test, batch_size=7)[0]
+    conf = _confidence(tiny_resnet, mnist_600.x_test, batch_size=7)
     with torch.no_grad():
         ref = torch.softmax(tiny_resnet(mnist_600.x_test), 1).amax(1).double().numpy()
     np.testing.assert_allclose(conf, ref, rtol=1e-5)
     assert conf.shape == (len(mnist_600.x_test),) and conf.min() >= 0.1 - 1e-9 and conf.max() <= 1
     with pytest.raises(ValueError, match="non-empty"):
-        softmax_predictions(tiny_resnet, mnist_600.x_test[:0])
+        model_logits(tiny_resnet, mnist_600.x_test[:0])
+
+
+def test_detection_scores_by_hand():
+    """Logits (0, ln 3) and (2, 2, 2): softmax max 3/4 and 1/3, max-logit ln 3 and 2, energy
+    log(1 + 3) = ln 4 and 2 + ln 3; a shift of every logit by c moves max-logit and energy by c
+    and leaves max-softmax alone."""
+    logits = torch.tensor([[0.0, math.log(3.0), -1e4], [2.0, 2.0, 2.0]])
+    s = detection_scores(logits)
+    assert set(s) == set(roster.OOD_DETECTORS)
+    np.testing.assert_allclose(s["max_softmax"], [0.75, 1 / 3], rtol=1e-6)
+    np.testing.assert_allclose(s["max_logit"], [math.log(3.0), 2.0], rtol=1e-6)
+    np.testing.assert_allclose(s["energy"], [math.log(4.0), 2.0 + math.log(3.0)], rtol=1e-6)
+    shifted = detection_scores(logits + 5.0)
+    np.testing.assert_allclose(shifted["max_softmax"], s["max_softmax"], rtol=1e-6)
+    np.testing.assert_allclose(shifted["max_logit"] - s["max_logit"], 5.0, rtol=1e-5)
+    np.testing.assert_allclose(shifted["energy"] - s["energy"], 5.0, rtol=1e-5)
+    assert all(v.dtype == np.float64 and v.shape == (2,) for v in s.values())
+    # 1000-scale logits: the log-sum-exp stays finite (no overflow of exp)
+    assert np.isfinite(detection_scores(torch.tensor([[1000.0, 999.0]]))["energy"]).all()
+    for bad, match in ((torch.zeros(3), "shape \\(N, K\\).*got \\(3,\\)"),
+                       (torch.zeros(0, 4), "got \\(0, 4\\)"),
+                       (torch.zeros(2, 1), "K >= 2, got \\(2, 1\\)"),
+                       ([[0.0, 1.0]], "got list"),
+                       (torch.tensor([[0.0, float("nan")]]), "NaN or inf")):
+        with pytest.raises(ValueError, match=match):
+            detection_scores(bad)
+
+
+def _mann_whitney(a, b):
+    diff = a[:, None] - b[None, :]
+    return ((diff > 0).sum() + 0.5 * (diff == 0).sum()) / diff.size
 
 
 def test_ood_behaviour_auroc_is_the_pairwise_probability(tiny_resnet, mnist_600):
@@ -120,14 +157,15 @@ def test_ood_behaviour_auroc_is_the_pairwise_probability(tiny_resnet, mnist_600)
     assert t["dataset"].tolist() == ["in_distribution", "digits", "photo_patches"]
     assert t["accuracy"].iloc[0] == accuracy(tiny_resnet, mnist_600.x_test, mnist_600.y_test)
     assert math.isnan(t["auroc"].iloc[0]) and math.isnan(t["accuracy"].iloc[2])
+    assert t[["auroc_max_logit", "auroc_energy"]].iloc[0].isna().all()
     assert t["accuracy"].iloc[1] == accuracy(tiny_resnet, *ood["digits"])
-    c_in = softmax_predictions(tiny_resnet, mnist_600.x_test)[0]
+    s_in = detection_scores(model_logits(tiny_resnet, mnist_600.x_test))
     for i, name in ((1, "digits"), (2, "photo_patches")):
-        c_out = softmax_predictions(tiny_resnet, ood[name][0])[0]
-        diff = c_in[:, None] - c_out[None, :]
-        brute = ((diff > 0).sum() + 0.5 * (diff == 0).sum()) / diff.size  # Mann-Whitney
-        assert t["auroc"].iloc[i] == pytest.approx(brute, abs=1e-12)
-        assert t["mean_confidence"].iloc[i] == pytest.approx(c_out.mean())
+        s_out = detection_scores(model_logits(tiny_resnet, ood[name][0]))
+        for score, column in roster.OOD_DETECTORS.items():
+            brute = _mann_whitney(s_in[score], s_out[score])
+            assert t[column].iloc[i] == pytest.approx(brute, abs=1e-12), (name, score)
+        assert t["mean_confidence"].iloc[i] == pytest.approx(s_out["max_softmax"].mean())
     with pytest.raises(ValueError, match="at least one"):
         ood_scores(tiny_resnet, mnist_600.x_test, mnist_600.y_test, {})
     with pytest.raises(ValueError, match="5 images but 4 labels"):
@@ -138,6 +176,28 @@ def test_ood_behaviour_auroc_is_the_pairwise_probability(tiny_resnet, mnist_600)
     with pytest.raises(ValueError, match="n_resamples must be a positive int, got 0"):
         ood_auroc_resamples(ood_scores(tiny_resnet, mnist_600.x_test[:5], None, ood),
                             n_resamples=0)
+
+
+def test_auroc_resamples_share_their_images_across_scores(tiny_resnet, mnist_600):
+    """Every score of one resample reads the same resampled images: the images drawn as
+    ``rng.integers`` draws them (test images first, then the set's), set by set, resample by
+    resample, which also keeps the max-softmax resamples of the earlier runs."""
+    ood = load_ood_batches(["digits", "photo_patches"], mnist_600, n=40, seed=0)
+    scores = ood_scores(tiny_resnet, mnist_600.x_test[:60], None, ood)
+    r = ood_auroc_resamples(scores, n_resamples=3, seed=4)
+    assert r.columns.tolist() == ["dataset", "measure", "resample", "value"]
+    assert len(r) == 2 * 3 * len(roster.OOD_DETECTORS)
+    rng = np.random.default_rng(4)
+    s_in = scores["in_distribution"][0]
+    for name in ("digits", "photo_patches"):
+        s_out = scores[name][0]
+        for b in range(3):
+            i_in, i_out = rng.integers(0, 60, 60), rng.integers(0, 40, 40)
+            for score, column in roster.OOD_DETECTORS.items():
+                got = r[(r["dataset"] == name) & (r["measure"] == column)
+                        & (r["resample"] == b)]["value"]
+                assert float(got.iloc[0]) == pytest.approx(
+                    _mann_whitney(s_in[score][i_in], s_out[score][i_out]), abs=1e-12)
 
 
 def test_measure_ood_trained_forwards_each_set_once_with_the_public_results(tiny_resnet, mnist_600):
@@ -159,10 +219,9 @@ def test_measure_ood_trained_forwards_each_set_once_with_the_public_results(tiny
     finally:
         hook.remove()
     pd.testing.assert_frame_equal(behaviour, ref_b)
-    auroc = resamples[resamples["measure"] == "auroc"]
-    assert auroc["value"].tolist() == ref_a["auroc"].tolist()
-    assert auroc["group"].tolist() == ref_a["dataset"].tolist()
-    assert set(resamples["measure"]) == {"auroc"}  # no diagram is computed on a resample
+    pd.testing.assert_frame_equal(resamples, ref_a.rename(columns={"dataset": "group"}))
+    # AUROCs only: no diagram is computed on a resample
+    assert set(resamples["measure"]) == set(roster.OOD_DETECTORS.values())
     n_sets = len(mnist_600.x_test) + 50 + 50
     # one pass per set, plus the TopoLip clouds (20 clean + 20 per OOD set) for the per-layer
     # table

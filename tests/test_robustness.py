@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from topolip.evidence.masking import MASKING_CHECKS, ladder_table, masking_checks, masking_summary
-from topolip.experiments.robustness import robustness_curves, softmax_predictions
+from topolip.experiments.robustness import model_logits, robustness_curves
 from topolip.nets.data.mnist import load_mnist
 from topolip.nets.train import accuracy
 
@@ -309,5 +309,5 @@ def test_models_never_left_in_train_mode():
     model.train()
     x, y = torch.rand(6, 1, 2, 2), torch.arange(6) % 3
     robustness_curves(model, x, y, {"fgsm": [0.1]})
-    softmax_predictions(model, x)
+    model_logits(model, x)
     assert model.training and model[2].training

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 __all__ = [
     "ARCHS", "ARCH_FAMILIES", "BUDGET_KIND", "CLAIM_TITLES", "GROUPS", "KINDS", "KIND_FAMILIES",
-    "DATASETS", "LADDER", "MEASURE_LABELS", "OOD_SETS", "Arch", "Dataset", "Group", "Kind",
-    "OODSet", "UnknownName", "arch", "arch_label", "arch_names", "claim_title", "dataset",
-    "dataset_names", "family_pairs", "group",
+    "DATASETS", "LADDER", "MEASURE_LABELS", "OOD_DETECTORS", "OOD_SETS", "Arch", "Dataset",
+    "Group", "Kind", "OODSet", "UnknownName", "arch", "arch_label", "arch_names", "claim_title",
+    "dataset", "dataset_names", "family_pairs", "group",
     "kind", "kind_label", "kind_names", "label", "measure_label", "ood_names", "ood_set",
     "pair_label",
 ]
@@ -190,6 +190,14 @@ DATASETS: tuple[Dataset, ...] = (
 #: The white-box attacks from weak to strong (the ladder of the masking checks and claims).
 LADDER: tuple[str, ...] = ("fgsm", "pgd", "autoattack")
 
+#: The OOD detection scores of :func:`topolip.experiments.ood.detection_scores` (each higher for
+#: an input the classifier takes as in-distribution) and the AUROC column of each in
+#: ``ood_behaviour`` (its ``measure`` in ``ood_resamples``): max-softmax (Hendrycks and Gimpel
+#: 2017) is the registered primary's, max-logit (Hendrycks et al. 2022) and energy (Liu et al.
+#: 2020) its secondaries.
+OOD_DETECTORS: dict[str, str] = {"max_softmax": "auroc", "max_logit": "auroc_max_logit",
+                                 "energy": "auroc_energy"}
+
 #: The kind whose TopoLip strength (``topolip_strengths``) is the run's TopoLip budget: the
 #: eps at which 04_robustness runs Square and the PGD steps check, and its findings read the
 #: ladder (a rule of :mod:`topolip.pipeline.param_schema`: the profile must measure it).
@@ -220,7 +228,9 @@ MEASURE_LABELS: dict[str, str] = {
     "log_median_radius": "median radius",
     "accuracy_drop": "accuracy drop",
     "relative_drop": "relative accuracy drop",
-    "auroc": "AUROC",
+    "auroc": "AUROC (max-softmax)",
+    "auroc_max_logit": "AUROC (max-logit)",
+    "auroc_energy": "AUROC (energy)",
     "accuracy": "accuracy",
     "test_accuracy": "test accuracy",
     "train_accuracy": "training accuracy",

@@ -292,7 +292,9 @@ SCHEMAS: dict[str, TableSchema] = {t.name: t for t in (
            + _LAYERS),
     _table("ood_topolip_summary", "06_ood", "arch:str seed:int ood_set:str " + _SUMMARY),
     _table("ood_behaviour", "06_ood", "arch:str seed:int dataset:str n:int "
-           "mean_confidence:float median_confidence:float accuracy:float auroc:float"),
+           "mean_confidence:float median_confidence:float accuracy:float auroc:float "
+           "auroc_max_logit:float auroc_energy:float",
+           optional=("auroc_max_logit", "auroc_energy")),
     _table("ood_resamples", "06_ood", "arch:str seed:int group:str measure:str resample:int "
            "value:float"),
     _table("sweeps", "07_sweeps", "arch:str parameter:str value:str value_numeric:float "

@@ -75,6 +75,8 @@ def _tied_flag(logit: float, slope: float, z: float) -> float:
 
 
 _OOD_SETS = roster.ood_names()
+#: The secondary detectors' AUROC columns of ``ood_behaviour`` (max-logit, energy).
+_EXTRA_AUROC = tuple(c for c in roster.OOD_DETECTORS.values() if c != "auroc")
 _RUNGS = {"fgsm": 0.30, "pgd": 0.50, "autoattack": 0.55, "square": 0.40}
 
 
@@ -212,6 +214,11 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
     rng_r = np.random.default_rng([seed, 25])
     seed_r = rng_r.normal(0, v["log_radius_seed"], n_seeds)
     radii = []
+    # the logit-based detectors' AUROCs (max-logit, energy): their own generator, image and
+    # model effects, so the max-softmax tables stay as they were
+    rng_o = np.random.default_rng([seed, 27])
+    extra_image = {(m, a, o): rng_o.normal(0, v["auroc_image"])
+                   for m in _EXTRA_AUROC for a in ARCHS for o in _OOD_SETS}
     for arch in ARCHS:
         shift_t = math.log(topolip_ratio) if arch in attention else 0.0
         shift_d = drop_diff if arch in attention else 0.0
@@ -257,21 +264,28 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
                               "group": f"{method}_radius", "n_images": 200,
                               "clean_accuracy": clean, "median_radius": math.exp(log_r)})
             u_a = rng.normal(0, v["auroc_model"])
+            u_x = {m: rng_o.normal(0, v["auroc_model"]) for m in _EXTRA_AUROC}
             ood_beh.append({"arch": arch, "seed": s, "dataset": "in_distribution", "n": 1000,
-                            "auroc": math.nan})
+                            "auroc": math.nan, **dict.fromkeys(_EXTRA_AUROC, math.nan)})
             for o in _OOD_SETS:
                 log_t = level_t[arch] + 0.3 + u_t + rng.normal(0, v["log_topolip_kind"])
                 ood_sum.append({"arch": arch, "seed": s, "ood_set": o,
                                 "end_to_end": math.exp(log_t),
                                 "end_to_end_scale_free": math.exp(log_t)})
                 auroc = 0.8 + image_effect[(arch, o)] + u_a + rng.normal(0, 0.01)
+                extra = {m: 0.8 + extra_image[(m, arch, o)] + u_x[m] + rng_o.normal(0, 0.01)
+                         for m in _EXTRA_AUROC}
                 ood_beh.append({"arch": arch, "seed": s, "dataset": o, "n": 1000,
-                                "auroc": auroc})
+                                "auroc": auroc, **extra})
                 # bootstrap resamples of the shared image set: the paired difference's
                 # resampling sd (sqrt(2)·auroc_image) is that of its image effect
                 boot = auroc + rng.normal(0, v["auroc_image"], n_resamples)
                 ood_res += [{"arch": arch, "seed": s, "group": o, "measure": "auroc",
                              "resample": b, "value": float(x)} for b, x in enumerate(boot)]
+                for m, value in extra.items():
+                    boot = value + rng_o.normal(0, v["auroc_image"], n_resamples)
+                    ood_res += [{"arch": arch, "seed": s, "group": o, "measure": m,
+                                 "resample": b, "value": float(x)} for b, x in enumerate(boot)]
     tables = {"topolip_summary": pd.DataFrame(summary), "robustness": pd.DataFrame(robust),
               "ood_topolip_summary": pd.DataFrame(ood_sum),
               "ood_behaviour": pd.DataFrame(ood_beh), "ood_resamples": pd.DataFrame(ood_res),

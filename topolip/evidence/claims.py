@@ -766,16 +766,25 @@ def higher_ood_auroc(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[V
 
     Every seed's AUROC is over the same test and OOD images, so the seed spread does not hold
     the image variance: the image-resampling standard error of the paired difference
-    (``ood_resamples``, measure ``auroc``; the mean over seeds of the per-seed bootstrap sd,
+    (``ood_resamples``, the row's measure; the mean over seeds of the per-seed bootstrap sd,
     an upper bound for the mean of correlated errors) is added in quadrature to the seed one
     (:func:`topolip.evidence.stats.paired_t`). Options: ``resamples`` (default ``ood_resamples``;
-    ``none`` for the seed level only), ``alpha``.
+    ``none`` for the seed level only), ``extra_measures`` (other scores' AUROC columns, e.g.
+    ``auroc_energy``, compared at the primary comparison and OOD set only, as secondaries;
+    skipped where the table lacks them), ``alpha``.
     """
     o = claim.options
-    t = _tables(tables, "ood_behaviour").dropna(subset=["auroc"])
+    behaviour = _tables(tables, "ood_behaviour")
     res = o.get("resamples", "ood_resamples")
-    rows = _comparison_rows(t, "auroc", group_col="dataset", scale="raw", n_images_col="n",
-                            resamples=None if res == "none" else _tables(tables, res))
+    resamples = None if res == "none" else _tables(tables, res)
+    rows = _comparison_rows(behaviour.dropna(subset=["auroc"]), "auroc", group_col="dataset",
+                            scale="raw", n_images_col="n", resamples=resamples)
+    key = (claim.primary.get("comparison", ""), claim.primary.get("group", ""))
+    for extra in o.get("extra_measures", []) or []:
+        if extra in behaviour.columns:
+            rows += _comparison_rows(behaviour.dropna(subset=[extra]), extra,
+                                     group_col="dataset", scale="raw", n_images_col="n",
+                                     resamples=resamples, only=key, main=False)
     return _finish(rows, claim.id, claim.primary, alpha=_alpha(claim), claimed_sign=1)
 
 

@@ -1,9 +1,11 @@
 """Out-of-distribution measurement of a trained classifier.
 
 :func:`ood_scores`, :func:`ood_behaviour` and :func:`ood_auroc_resamples`: what the classifier does
-on the sets of :mod:`topolip.perturbations.ood_sets` (max-softmax confidence, accuracy, AUROC of in-
-against out-of-distribution); :func:`measure_ood`: its per-layer and end-to-end TopoLip between a
-clean batch and each set (unpaired clouds).
+on the sets of :mod:`topolip.perturbations.ood_sets` (max-softmax confidence, accuracy, and the
+AUROC of in- against out-of-distribution for each detection score of
+:data:`topolip.roster.OOD_DETECTORS`);
+:func:`measure_ood`: its per-layer and end-to-end TopoLip between a clean batch and each set
+(unpaired clouds).
 """
 
 from __future__ import annotations
@@ -16,21 +18,67 @@ import pandas as pd
 import torch
 from torch import nn
 
+from topolip import roster
 from topolip.experiments.model_measurement import model_images
-from topolip.experiments.robustness import softmax_predictions
+from topolip.experiments.robustness import model_logits
 from topolip.nets.data.split import ImageSplit
 from topolip.nets.models.probes import collect_activations
 from topolip.topology.metric import layer_diagrams, topolip_table
 from topolip.topology.spec import TopoLipSpec
 
-__all__ = ["measure_ood", "measure_ood_trained", "ood_auroc_resamples", "ood_behaviour",
-           "ood_scores"]
+__all__ = ["detection_scores", "measure_ood",
+           "measure_ood_trained", "ood_auroc_resamples", "ood_behaviour", "ood_scores"]
+
+
+def detection_scores(logits: torch.Tensor) -> dict[str, np.ndarray]:
+    """The OOD detection scores of :data:`topolip.roster.OOD_DETECTORS` from a classifier's
+    logits.
+
+    Max-softmax is bounded in [1/K, 1] and unchanged when a constant is added to every logit;
+    the max-logit and the energy score read the logits before the softmax normalises them
+    (Liu et al. 2020, "Energy-based out-of-distribution detection", eq. 3 with ``T = 1``;
+    Hendrycks et al. 2022, "Scaling out-of-distribution detection for real-world settings",
+    the MaxLogit score).
+
+    Parameters
+    ----------
+    logits : torch.Tensor of shape (N, K)
+        Logits, as from :func:`topolip.experiments.robustness.model_logits`.
+
+    Returns
+    -------
+    dict of str to ndarray of shape (N,)
+        ``{"max_softmax", "max_logit", "energy"}`` in float64, higher = more in-distribution
+        (the max-softmax computed in the logits' float32, as the models' confidence is
+        everywhere in the chain).
+
+    Raises
+    ------
+    ValueError
+        If ``logits`` is not a finite (N, K) tensor with N ≥ 1 and K ≥ 2.
+
+    Examples
+    --------
+    >>> s = detection_scores(torch.tensor([[0.0, math.log(3.0)]]))
+    >>> {k: round(float(v[0]), 6) for k, v in s.items()}
+    {'max_softmax': 0.75, 'max_logit': 1.098612, 'energy': 1.386294}
+    """
+    if not (isinstance(logits, torch.Tensor) and logits.ndim == 2 and len(logits)
+            and logits.shape[1] >= 2):
+        got = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
+        raise ValueError(f"logits must be a tensor of shape (N, K) with N >= 1 and K >= 2, "
+                         f"got {got}")
+    if not bool(torch.isfinite(logits).all()):
+        raise ValueError("logits hold NaN or inf: the model's output is not finite")
+    return {"max_softmax": torch.softmax(logits, dim=1).amax(1).to(torch.float64).numpy(),
+            "max_logit": logits.amax(1).to(torch.float64).numpy(),
+            "energy": torch.logsumexp(logits.to(torch.float64), dim=1).numpy()}
 
 
 def ood_scores(model: nn.Module, x: torch.Tensor, y: torch.Tensor | None,
                ood: Mapping[str, tuple[torch.Tensor, torch.Tensor]]) -> dict[str, tuple]:
-    """Max-softmax confidence, prediction and label of every image of the in-distribution test
-    set and of each OOD set: one forward pass per set, which :func:`ood_behaviour` and
+    """Detection scores, prediction and label of every image of the in-distribution test set and
+    of each OOD set: one forward pass per set, which :func:`ood_behaviour` and
     :func:`ood_auroc_resamples` share.
 
     Parameters
@@ -48,9 +96,10 @@ def ood_scores(model: nn.Module, x: torch.Tensor, y: torch.Tensor | None,
     Returns
     -------
     dict
-        ``{set: (confidence, prediction, labels)}`` (numpy arrays of shape ``(n,)``),
-        ``"in_distribution"`` first, then the OOD sets in order; the confidence is the
-        max-softmax of :func:`topolip.experiments.robustness.softmax_predictions`.
+        ``{set: (scores, prediction, labels)}``, ``"in_distribution"`` first, then the OOD sets
+        in order: ``scores`` is :func:`detection_scores` of the set's logits (a dict of arrays of
+        shape ``(n,)``, ``"max_softmax"`` the confidence), ``prediction`` the argmax class and
+        ``labels`` the labels (arrays of shape ``(n,)``).
 
     Raises
     ------
@@ -73,8 +122,8 @@ def ood_scores(model: nn.Module, x: torch.Tensor, y: torch.Tensor | None,
             raise ValueError(f"OOD set {name!r}: {len(x_o)} images but {len(y_o)} labels")
     out = {}
     for name, (xb, yb) in {"in_distribution": (x, y), **ood}.items():
-        conf, pred = softmax_predictions(model, xb)
-        out[name] = (conf, pred, np.asarray(yb))
+        logits = model_logits(model, xb)
+        out[name] = (detection_scores(logits), logits.argmax(1).numpy(), np.asarray(yb))
     return out
 
 
@@ -91,11 +140,13 @@ def ood_behaviour(scores: Mapping[str, tuple]) -> pd.DataFrame:
     pandas.DataFrame
         One row for ``"in_distribution"``, then one per set: ``dataset``, ``n``,
         ``mean_confidence`` and ``median_confidence`` (max-softmax, Hendrycks and Gimpel 2017),
-        ``accuracy`` (over images with a label >= 0; NaN when none has one), and ``auroc``: the
-        area under the ROC curve of max-softmax confidence separating in-distribution
-        (positive) from this set's images, i.e. the probability that a random in-distribution
-        image gets a higher confidence than a random OOD one (0.5: no separation; NaN for the
-        first row).
+        ``accuracy`` (over images with a label >= 0; NaN when none has one), and one AUROC per
+        score of :data:`topolip.roster.OOD_DETECTORS` (``auroc`` of max-softmax,
+        ``auroc_max_logit``, ``auroc_energy``): the area under the ROC curve of the score
+        separating in-distribution (positive) from this set's images, i.e. the probability that
+        a random in-distribution image scores higher than a random OOD one, ties counting one
+        half (0.5: no separation; below 0.5: the set scores higher than the test images; NaN for
+        the first row).
 
     Raises
     ------
@@ -109,25 +160,33 @@ def ood_behaviour(scores: Mapping[str, tuple]) -> pd.DataFrame:
     >>> x, y = torch.rand(6, 1, 2, 2), torch.arange(6) % 3
     >>> scores = ood_scores(model, x, y, {"same": (x, y), "unlabelled": (x, torch.full((6,), -1))})
     >>> t = ood_behaviour(scores)
-    >>> t["auroc"].tolist()[1:], bool(t["accuracy"].isna().tolist() == [False, False, True])
-    ([0.5, 0.5], True)
+    >>> t["auroc"].tolist()[1:], t["auroc_energy"].tolist()[1:]
+    ([0.5, 0.5], [0.5, 0.5])
+    >>> bool(t["accuracy"].isna().tolist() == [False, False, True])
+    True
     """
-    from sklearn.metrics import roc_auc_score
-
     _check_scores(scores)
-    conf_in = scores["in_distribution"][0]
+    score_in = scores["in_distribution"][0]
     rows = []
-    for name, (conf, pred, y) in scores.items():
+    for name, (score, pred, y) in scores.items():
         labelled = y >= 0
         acc = float((pred[labelled] == y[labelled]).mean()) if labelled.any() else math.nan
-        auroc = math.nan
-        if name != "in_distribution":
-            truth = np.r_[np.ones(len(conf_in)), np.zeros(len(conf))]
-            auroc = float(roc_auc_score(truth, np.r_[conf_in, conf]))
-        rows.append({"dataset": name, "n": len(conf), "mean_confidence": conf.mean(),
-                     "median_confidence": float(np.median(conf)), "accuracy": acc,
-                     "auroc": auroc})
+        conf = score["max_softmax"]
+        row = {"dataset": name, "n": len(conf), "mean_confidence": conf.mean(),
+               "median_confidence": float(np.median(conf)), "accuracy": acc}
+        for kind, column in roster.OOD_DETECTORS.items():
+            row[column] = (math.nan if name == "in_distribution"
+                           else _auroc(score_in[kind], score[kind]))
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _auroc(positive: np.ndarray, negative: np.ndarray) -> float:
+    """AUROC of ``positive`` (in-distribution) against ``negative`` scores (scikit-learn)."""
+    from sklearn.metrics import roc_auc_score
+
+    truth = np.r_[np.ones(len(positive)), np.zeros(len(negative))]
+    return float(roc_auc_score(truth, np.r_[positive, negative]))
 
 
 def ood_auroc_resamples(scores: Mapping[str, tuple], *, n_resamples: int = 20,
@@ -147,7 +206,10 @@ def ood_auroc_resamples(scores: Mapping[str, tuple], *, n_resamples: int = 20,
     Returns
     -------
     pandas.DataFrame
-        One row per OOD set and resample: ``dataset``, ``resample``, ``auroc``.
+        One row per OOD set, score and resample: ``dataset``, ``measure`` (the score's AUROC
+        column of :data:`topolip.roster.OOD_DETECTORS`), ``resample``, ``value``; every score
+        of a resample is taken on the same resampled images (a paired design across scores
+        and models).
 
     Raises
     ------
@@ -160,27 +222,28 @@ def ood_auroc_resamples(scores: Mapping[str, tuple], *, n_resamples: int = 20,
     >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
     >>> x = torch.rand(6, 1, 2, 2)
     >>> scores = ood_scores(model, x, None, {"same": (x, torch.arange(6))})
-    >>> ood_auroc_resamples(scores, n_resamples=2)["dataset"].tolist()
-    ['same', 'same']
+    >>> ood_auroc_resamples(scores, n_resamples=2)[["measure", "resample"]].values.tolist()
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [['auroc', 0], ['auroc_max_logit', 0], ['auroc_energy', 0], ['auroc', 1],
+     ['auroc_max_logit', 1], ['auroc_energy', 1]]
     """
-    from sklearn.metrics import roc_auc_score
-
     if not (isinstance(n_resamples, int) and not isinstance(n_resamples, bool)
             and n_resamples >= 1):
         raise ValueError(f"n_resamples must be a positive int, got {n_resamples!r}")
     _check_scores(scores)
-    conf_in = scores["in_distribution"][0]
+    score_in = scores["in_distribution"][0]
+    n_in = len(score_in["max_softmax"])
     rng = np.random.default_rng(seed)
     rows = []
-    for name, (conf, _, _) in scores.items():
+    for name, (score, _, _) in scores.items():
         if name == "in_distribution":
             continue
+        n_out = len(score["max_softmax"])
         for b in range(n_resamples):
-            a = conf_in[rng.integers(0, len(conf_in), len(conf_in))]
-            o = conf[rng.integers(0, len(conf), len(conf))]
-            truth = np.r_[np.ones(len(a)), np.zeros(len(o))]
-            rows.append({"dataset": name, "resample": b,
-                         "auroc": float(roc_auc_score(truth, np.r_[a, o]))})
+            i_in, i_out = rng.integers(0, n_in, n_in), rng.integers(0, n_out, n_out)
+            rows += [{"dataset": name, "measure": column, "resample": b,
+                      "value": _auroc(score_in[kind][i_in], score[kind][i_out])}
+                     for kind, column in roster.OOD_DETECTORS.items()]
     return pd.DataFrame(rows)
 
 
@@ -294,7 +357,8 @@ def measure_ood_trained(model: nn.Module, row: Mapping, *, data: ImageSplit,
     -------
     (pandas.DataFrame, pandas.DataFrame, pandas.DataFrame)
         :func:`measure_ood`'s table, :func:`ood_behaviour`'s table, and the AUROC resamples
-        (``group``: the OOD set, ``measure``: ``auroc``, ``resample``, ``value``).
+        (``group``: the OOD set, ``measure``: the AUROC column of each score, ``resample``,
+        ``value``).
 
     Raises
     ------
@@ -309,5 +373,4 @@ def measure_ood_trained(model: nn.Module, row: Mapping, *, data: ImageSplit,
     scores = ood_scores(model, data.x_test, data.y_test, ood)  # one forward pass per set
     behaviour = ood_behaviour(scores)
     auroc = ood_auroc_resamples(scores, n_resamples=n_resamples, seed=seed)
-    auroc = auroc.rename(columns={"dataset": "group", "auroc": "value"}).assign(measure="auroc")
-    return table, behaviour, auroc[["group", "measure", "resample", "value"]]
+    return table, behaviour, auroc.rename(columns={"dataset": "group"})

@@ -41,8 +41,7 @@ from topolip.perturbations.corruptions import CORRUPTIONS
 from topolip.tensors import check_images, eval_mode
 
 __all__ = [
-    "attack_ladder", "robustness_curves", "robustness_trained",
-    "softmax_predictions",
+    "attack_ladder", "model_logits", "robustness_curves", "robustness_trained",
 ]
 
 
@@ -357,9 +356,8 @@ def robustness_trained(model: nn.Module, row: Mapping, *, data, attack_eps: Sequ
 
 
 @torch.no_grad()
-def softmax_predictions(model: nn.Module, x: torch.Tensor, *,
-                        batch_size: int = 512) -> tuple[np.ndarray, np.ndarray]:
-    """Max-softmax confidence and predicted class of each image, from one forward pass.
+def model_logits(model: nn.Module, x: torch.Tensor, *, batch_size: int = 512) -> torch.Tensor:
+    """The logits of every image, from one forward pass in batches.
 
     Parameters
     ----------
@@ -373,10 +371,8 @@ def softmax_predictions(model: nn.Module, x: torch.Tensor, *,
 
     Returns
     -------
-    (ndarray of shape (N,), ndarray of shape (N,))
-        ``max_k softmax(f(x))_k`` in [1/K, 1] (float64; the max-softmax confidence of
-        Hendrycks and Gimpel 2017) and ``argmax_k f(x)_k`` (int64), the class
-        :func:`topolip.nets.train.accuracy` counts.
+    torch.Tensor of shape (N, K)
+        ``f(x)`` in float32 on the CPU.
 
     Raises
     ------
@@ -386,19 +382,13 @@ def softmax_predictions(model: nn.Module, x: torch.Tensor, *,
     Examples
     --------
     >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 2))
-    >>> with torch.no_grad():
-    ...     _ = model[1].weight.zero_(); _ = model[1].bias.copy_(torch.tensor([0.0, 1.0]))
-    >>> softmax_predictions(model, torch.rand(3, 1, 2, 2))[1].tolist()
-    [1, 1, 1]
+    >>> model_logits(model, torch.rand(3, 1, 2, 2), batch_size=2).shape
+    torch.Size([3, 2])
     """
     check_images(x)
     device = next(model.parameters()).device
-    conf, pred = [], []
     with eval_mode(model):
-        for s in range(0, len(x), batch_size):
-            logits = model(x[s:s + batch_size].to(device)).float()
-            conf.append(torch.softmax(logits, dim=1).amax(1).cpu())
-            pred.append(logits.argmax(1).cpu())
-    return torch.cat(conf).to(torch.float64).numpy(), torch.cat(pred).numpy()
+        return torch.cat([model(x[s:s + batch_size].to(device)).float().cpu()
+                          for s in range(0, len(x), batch_size)])
 
 

@@ -544,6 +544,7 @@ def _register_book_figures() -> None:
         ("fig-ood-topolip", "plot_end_to_end", "ood_topolip_summary", "06_ood",
          {"group": "ood_set"}),
         ("fig-ood-behaviour", "plot_ood_behaviour", "ood_behaviour", "06_ood", {}),
+        ("fig-ood-detectors", "plot_ood_detectors", "ood_behaviour", "06_ood", {}),
         ("fig-verdicts", "plot_verdicts", "verdicts", "08_verdict", {}),
         ("fig-measure-study", "plot_measure_study", "measure_study", "09_measures", {}),
     ):

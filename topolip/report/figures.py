@@ -33,7 +33,7 @@ __all__ = [
     "FIG_WIDTH", "STYLE", "plot_accuracy_curves", "plot_attention_scaling",
     "plot_bounds_vs_measured", "plot_conv_scaling", "plot_end_to_end", "plot_measure_study",
     "plot_effective_robustness", "plot_literature_attention", "plot_literature_topology",
-    "plot_noise_floor", "plot_ood_behaviour", "plot_robust_curve",
+    "plot_noise_floor", "plot_ood_behaviour", "plot_ood_detectors", "plot_robust_curve",
     "plot_size_sweep",
     "plot_sweep",
     "plot_topolip_by_layer",
@@ -124,7 +124,8 @@ _GROUP_SHORT = {"autoattack_radius": "median radius, APGD-CE+T",
 #: Measures whose values are fractions in [0, 1] (accuracies, AUROC, accuracy drops); the
 #: difference of two lies in [-1, 1] (:func:`plot_verdicts` clips its intervals there).
 _FRACTIONS = frozenset({"accuracy", "test_accuracy", "train_accuracy", "val_accuracy",
-                        "accuracy_clean", "accuracy_perturbed", "accuracy_drop", "auroc",
+                        "accuracy_clean", "accuracy_perturbed", "accuracy_drop",
+                        *roster.OOD_DETECTORS.values(),
                         "mean_confidence"})
 
 #: Smallest span of an axis of fractions (:func:`_anchor_fractions`), so that a wiggle of a point
@@ -1066,6 +1067,79 @@ def plot_ood_behaviour(table: pd.DataFrame, *, hue: str = "arch",
 
 
 @_styled
+def plot_ood_detectors(table: pd.DataFrame, *, profile_note: str | None = None) -> plt.Figure:
+    """AUROC of each OOD detection score, per OOD set and architecture, one point per seed.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Rows of :func:`topolip.experiments.ood.ood_behaviour` with ``arch`` and ``seed``
+        columns added (``dataset`` and the AUROC columns of
+        :data:`topolip.roster.OOD_DETECTORS`; a column the table lacks is left out, the
+        max-softmax ``auroc`` is required). The ``in_distribution`` rows are skipped.
+    profile_note : str, optional
+        The profile the data came from, written under the panels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One panel per OOD set (top to bottom in the table's order): for each detection score
+        (max-softmax, max-logit, energy), the AUROC of every seed (small points) and the mean
+        over seeds (large points), one colour and marker per architecture; dotted line at 0.5
+        (the score does not separate the sets; below it the OOD set scores higher than the
+        test images).
+
+    Raises
+    ------
+    ValueError
+        If ``table`` lacks a column or holds no OOD row.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"arch": ["vit", "vit"], "seed": [0, 1], "dataset": ["digits"] * 2,
+    ...                   "auroc": [0.8, 0.7], "auroc_energy": [0.6, 0.9]})
+    >>> fig = plot_ood_detectors(t); len(fig.axes), fig.axes[0].get_xticklabels()[1].get_text()
+    (1, 'energy')
+    >>> plt.close(fig)
+    """
+    _require(table, ["arch", "seed", "dataset", "auroc"], "table")
+    ood = table[table["dataset"] != "in_distribution"]
+    if not len(ood):
+        raise ValueError("table holds no out-of-distribution row (only 'in_distribution')")
+    detectors = [(score, column) for score, column in roster.OOD_DETECTORS.items()
+                 if column in ood.columns]
+    sets = list(dict.fromkeys(ood["dataset"]))
+    order = _order(ood["arch"])
+    fig, axes = plt.subplots(len(sets), 1, figsize=(FIG_WIDTH, 1.0 + 2.0 * len(sets)),
+                             squeeze=False, sharex=True)
+    width = 0.8 / max(len(order), 1)
+    for ax, name in zip(axes[:, 0], sets, strict=True):
+        part = ood[ood["dataset"] == name]
+        for k, (_, column) in enumerate(detectors):
+            for a, arch in enumerate(order):
+                vals = part.loc[part["arch"] == arch, column].astype(float).dropna()
+                x = k - 0.4 + width * (a + 0.5)
+                ax.scatter(np.full(len(vals), x), vals, s=18, color=ARCH_COLORS.get(arch, "0.3"),
+                           alpha=0.6, marker=ARCH_MARKERS.get(arch, "o"), zorder=2)
+                if len(vals):
+                    ax.scatter([x], [vals.mean()], s=80, color=ARCH_COLORS.get(arch, "0.3"),
+                               edgecolor="k", marker=ARCH_MARKERS.get(arch, "o"), zorder=3,
+                               label=_name(arch) if k == 0 and ax is axes[0, 0] else None)
+        ax.axhline(0.5, color="0.4", ls=":", lw=1)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_ylabel("AUROC")
+        ax.set_title(_name(name), loc="left")
+    axes[-1, 0].set_xticks(range(len(detectors)), [score.replace("_", "-")
+                                                   for score, _ in detectors])
+    axes[-1, 0].set_xlabel("detection score")
+    fig.legend(loc="upper center", frameon=False, ncol=min(len(order), 4),
+               bbox_to_anchor=(0.5, 1.0))
+    _note(fig, profile_note)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / (1.0 + 2.0 * len(sets))))
+    return fig
+
+
+@_styled
 def plot_attention_scaling(attention: pd.DataFrame, *, width: int | None = None,
                            profile_note: str | None = None) -> plt.Figure:
     """The local attention bound and its estimate against sequence length, radius and width.
@@ -1581,7 +1655,7 @@ def plot_verdicts(verdicts: pd.DataFrame, *, profile_note: str | None = None) ->
         suffix = (": minimal radius" if radius else ": fixed budget") if mixed else ""
         ax.set_title(roster.claim_title(claim) + suffix, loc="left")
         main = part.loc[primary, "measure"].iloc[0] if primary.any() else part["measure"].iloc[0]
-        higher_better = main == "auroc" or main in _RADIUS_MEASURES
+        higher_better = main in roster.OOD_DETECTORS.values() or main in _RADIUS_MEASURES
         cue = (("attention's edge larger under the weaker attack →" if higher_better
                 else "← attention's edge larger under the weaker attack") if contrast.all()
                else "favours attention →" if higher_better else "← favours attention")

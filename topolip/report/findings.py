@@ -540,14 +540,17 @@ def ood_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]:
         ``ood-e2e-rankings`` (per OOD set, architectures by mean end-to-end scale-free TopoLip
         over seeds, lowest first), ``ood-auroc-rankings`` (the same for the mean AUROC),
         ``ood-n-below-chance`` and ``ood-below-chance`` (architecture-set means of AUROC below
-        0.5), ``ood-n-points``, ``ood-n-ood``.
+        0.5), ``ood-detectors-below-chance`` (the same count for each logit-based detection
+        score of :data:`topolip.roster.OOD_DETECTORS`, e.g. "max-logit 3 of 12, energy 2 of
+        12"; "not measured" when the table has none of their AUROC columns), ``ood-n-points``,
+        ``ood-n-ood``.
     """
     _params(params, ("n_points", "n_ood"), "06_ood")
     t = _frames(tables, ("ood_topolip_summary", "ood_behaviour"))
     summary, behaviour = t["ood_topolip_summary"], t["ood_behaviour"]
     e2e = summary.groupby(["ood_set", "arch"])["end_to_end_scale_free"].mean().unstack()
-    auroc = behaviour[behaviour["dataset"] != "in_distribution"].groupby(
-        ["dataset", "arch"])["auroc"].mean().unstack()
+    ood = behaviour[behaviour["dataset"] != "in_distribution"]
+    auroc = ood.groupby(["dataset", "arch"])["auroc"].mean().unstack()
 
     def ranking(row):
         return arch_ranking(row, "{:.2f}", sep=", ", item="{label} {value}")
@@ -563,6 +566,13 @@ def ood_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]:
     f["ood-below-chance"] = glue_text(", ".join(
         f"{roster.label(a)} on {roster.label(d)} ({v:.2f})"
         for (d, a), v in below.items()) or "none", "{}")
+    logit_based = []
+    for score, column in roster.OOD_DETECTORS.items():
+        if column != "auroc" and column in ood.columns:
+            means = ood.groupby(["dataset", "arch"])[column].mean()
+            logit_based.append(f"{score.replace('_', '-')} {int((means < 0.5).sum())} of "
+                               f"{int(means.notna().sum())}")
+    f["ood-detectors-below-chance"] = glue_text(", ".join(logit_based) or "not measured", "{}")
     f["ood-n-points"] = glue_text(params["n_points"], "{}")
     f["ood-n-ood"] = glue_text(params["n_ood"], "{}")
     return f

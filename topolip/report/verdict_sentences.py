@@ -26,7 +26,9 @@ __all__ = ["claim_findings"]
 
 
 _MEASURE_WORDS = {"end_to_end_scale_free": "scale-free TopoLip", "end_to_end": "raw TopoLip",
-                  "accuracy_drop": "accuracy drop", "auroc": "OOD AUROC",
+                  "accuracy_drop": "accuracy drop", "auroc": "OOD AUROC (max-softmax)",
+                  "auroc_max_logit": "OOD AUROC (max-logit)",
+                  "auroc_energy": "OOD AUROC (energy)",
                   "median_radius": "median minimal radius",
                   "effective_radius": "median radius at equal clean accuracy",
                   "log_median_radius": "median-radius ratio change",
@@ -108,7 +110,7 @@ def _sentence(r: Mapping, mde: Mapping | None = None) -> str:
                     (f"The {att} stands worse against the weak attack than against the strong "
                      "one, the opposite of what the rival claim predicts: ")) + body + "."
         return f"No decisive change with attack strength: {body}, {r['verdict']}."
-    higher_better = r["measure"] == "auroc"
+    higher_better = r["measure"] in roster.OOD_DETECTORS.values()
     body = (f"{under} {where} the {att}'s {what} minus the {conv}'s is "
             f"{_fmt(r['effect'], '{:+.3f}')} ({pct} interval {_fmt(r['low'], '{:+.3f}')} to "
             f"{_fmt(r['high'], '{:+.3f}')}, {p}{extra})")
