@@ -518,7 +518,15 @@ def test_findings_count_families_and_say_only_what_is_decisive():
                  verdict="supported"),
     ])
     power = pd.DataFrame([{"claim": "a", "comparison": "vit vs resnet", "group": "pgd",
+                           "measure": "end_to_end_scale_free",
                            "text": "a ratio ≤ 0.7 or ≥ 1.43"}])
+    # a decisive secondary at the primary's comparison and group, on another measure: the
+    # primary's detectable effect is not its own, so its sentence gives none
+    two = claim_findings(pd.DataFrame([v.loc[0].to_dict(), _verdict(
+        measure="end_to_end", verdict="supported", effect=-0.5, pvalue=0.001,
+        p_adjusted=0.002)]), power)["decisive"]
+    assert "the design detects a ratio" in two[0] and "raw TopoLip" in two[1]
+    assert "the design detects" not in two[1]
     f = claim_findings(v, power)
     assert f["n_families"] == 3 and f["error_bound"] == pytest.approx(0.15)
     # the "not enough seeds" row could not decide: it is no test

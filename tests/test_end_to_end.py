@@ -102,7 +102,8 @@ def test_chain_and_book(tmp_path):
     assert ood["delta"].notna().all()
     assert set(pd.read_csv(tables / "ood_behaviour.csv")["dataset"]) == {
         "in_distribution", "digits", "inverted_mnist", "photo_patches"}
-    assert set(pd.read_csv(tables / "ood_resamples.csv")["measure"]) == {"auroc"}
+    assert set(pd.read_csv(tables / "ood_resamples.csv")["measure"]) == {
+        "auroc", "auroc_max_logit", "auroc_energy"}
     # 07_sweeps: one row per sweep point and kind
     sweeps = pd.read_csv(tables / "sweeps.csv")
     assert set(sweeps["arch"]) == ARCHS and len(sweeps) == 8 * 2

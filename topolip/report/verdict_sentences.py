@@ -214,7 +214,18 @@ def claim_findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
     decisive = tested[tested["verdict"].isin(DECISIVE)]
     mdes = {}
     if power is not None and len(power):
-        mdes = {(r["claim"], r["comparison"], r["group"]): r for r in power.to_dict("records")}
+        require_columns(power, ["claim", "comparison", "group", "measure", "text"],
+                        "the power table")
+        mdes = {(r["claim"], r["comparison"], r["group"], r["measure"]): r
+                for r in power.to_dict("records")}
+
+    def mde(r: Mapping) -> Mapping | None:
+        """The power row of the primary ``r`` itself: a secondary at the primary's comparison
+        and group (another measure) has a design of its own, not the primary's."""
+        if r["role"] != "primary":
+            return None
+        return mdes.get((r["claim"], r["comparison"], r["group"], r["measure"]))
+
     primary, primary_rows = {}, {}
     for r in tested[tested["role"] == "primary"].to_dict("records"):
         primary_rows[r["claim"]] = f"{roster.pair_label(r['comparison'])}, {label(r['group'])}"
@@ -222,13 +233,11 @@ def claim_findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
             primary[r["claim"]] = (f"The registered primary ({primary_rows[r['claim']]}) "
                                    "was not measured in this run.")
         else:
-            primary[r["claim"]] = _sentence(r, mdes.get((r["claim"], r["comparison"],
-                                                         r["group"])))
+            primary[r["claim"]] = _sentence(r, mde(r))
     ordered = pd.concat([decisive[decisive["role"] == "primary"],
                          decisive[decisive["role"] != "primary"]])
-    sentences = [f"*{roster.claim_title(r['claim'])}* ({r['role']}): " + _sentence(
-        r, mdes.get((r["claim"], r["comparison"], r["group"]))) for r in ordered.to_dict(
-        "records")]
+    sentences = [f"*{roster.claim_title(r['claim'])}* ({r['role']}): " + _sentence(r, mde(r))
+                 for r in ordered.to_dict("records")]
     p = tested["p_adjusted"].astype(float)
     close = tested[(p >= near[0] * alpha) & (p < near[1] * alpha)
                    & ~tested["verdict"].isin(CANNOT_DECIDE)]
