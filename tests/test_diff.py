@@ -51,10 +51,12 @@ def test_a_flipped_verdict_its_interval_and_p(tmp_path, capsys):
     d = diff_results(a, b)
     assert d.verdict_changed
     first, second = d.verdicts
-    assert first.key == ("smooth", "vit_vs_resnet", "fgsm") and first.decision_changed
+    assert first.key == ("smooth", "vit_vs_resnet", "fgsm", "end_to_end")
+    assert first.decision_changed
     assert first.changed[0] == "verdict"
     assert set(first.changed) == {"verdict", "effect", "low", "high", "pvalue", "p_adjusted"}
-    assert second.key == ("smooth", "vit_vs_resnet", "pgd") and not second.decision_changed
+    assert second.key == ("smooth", "vit_vs_resnet", "pgd", "end_to_end")
+    assert not second.decision_changed
     assert second.changed == ("p_adjusted",)
     assert d.glue == [("acc-vit", "0.916", "0.921")]
     assert d.tables == [("summary.csv", "1 of 4 numeric cells moved (most: row 0 acc 0.916 "
@@ -63,8 +65,8 @@ def test_a_flipped_verdict_its_interval_and_p(tmp_path, capsys):
                                          "0.004 -> 0.04); 1 text cells differ")]
     assert main(["diff", str(a), str(b)]) == 1
     out = capsys.readouterr().out
-    assert ("smooth / vit_vs_resnet [fgsm]: supported -> inconclusive; interval [-0.8, -0.2] "
-            "-> [-0.85, 0.05]; effect -0.5 -> -0.45; pvalue 0.004 -> 0.04; "
+    assert ("smooth / vit_vs_resnet [fgsm] (end_to_end): supported -> inconclusive; "
+            "interval [-0.8, -0.2] -> [-0.85, 0.05]; effect -0.5 -> -0.45; pvalue 0.004 -> 0.04; "
             "p_adjusted 0.012 -> 0.08") in out
     assert "verdicts: 1 of 4 changed, 1 more moved with the same decision" in out
     assert "acc-vit: 0.916 -> 0.921" in out
@@ -95,8 +97,35 @@ def test_added_and_removed_rows_and_tables(tmp_path):
     assert kinds == [("autoattack", False, True), ("square", True, False)]
     assert ("masking.csv", f"only in {b}") in d.tables
     text = "\n".join(format_diff(d))
-    assert "robust / vit_vs_resnet [autoattack]: removed (was supported)" in text
-    assert "robust / vit_vs_resnet [square]: new, supported" in text
+    assert "robust / vit_vs_resnet [autoattack] (accuracy_drop): removed (was supported)" in text
+    assert "robust / vit_vs_resnet [square] (accuracy_drop): new, supported" in text
+
+
+def test_secondaries_of_one_pair_are_told_apart_by_their_measure(tmp_path):
+    # three detectors of one claim at one pair and group: a change in the last is its own
+    three = ("claim,comparison,group,measure,verdict,effect\n"
+             "ood,vit_vs_resnet,photo,auroc,supported,0.53\n"
+             "ood,vit_vs_resnet,photo,auroc_max_logit,supported,0.69\n"
+             "ood,vit_vs_resnet,photo,auroc_energy,supported,0.70\n")
+    a = _folder(tmp_path, "a", three)
+    b = _folder(tmp_path, "b", three.replace("supported,0.70", "inconclusive,0.10"))
+    (change,) = diff_results(a, b).verdicts
+    assert change.key == ("ood", "vit_vs_resnet", "photo", "auroc_energy")
+    assert change.changed == ("verdict", "effect")
+    # a row added before the others does not shift them: only the new one is new
+    c = _folder(tmp_path, "c", three.replace(
+        "measure,verdict,effect\n", "measure,verdict,effect\nood,vit_vs_resnet,photo,"
+        "auroc_knn,inconclusive,0.01\n"))
+    (added,) = diff_results(a, c).verdicts
+    assert added.before is None and added.key[3] == "auroc_knn"
+    assert ("  ood / vit_vs_resnet [photo] (auroc_knn): new, inconclusive"
+            in format_diff(diff_results(a, c)))
+    # an older table without the measure column still compares, by claim, pair and group
+    old = _folder(tmp_path, "old", "claim,comparison,group,verdict\nood,vit_vs_resnet,photo,"
+                  "supported\n")
+    keys = [v.key for v in diff_results(old, a).verdicts]
+    assert keys == [("ood", "vit_vs_resnet", "photo #2", ""), ("ood", "vit_vs_resnet",
+                                                             "photo #3", "")]
 
 
 def test_bad_input(tmp_path):

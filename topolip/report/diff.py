@@ -5,7 +5,8 @@ carries): ``tables/*.csv`` and ``glue.json`` (every number the book's prose glue
 the chain, :func:`topolip.pipeline.runner.write_glue`, and for the site by
 :func:`topolip.pipeline.book.publish_results`). :func:`diff_results` reports
 
-- the verdicts (``tables/verdicts.csv``) that changed, keyed on claim, comparison and group:
+- the verdicts (``tables/verdicts.csv``) that changed, keyed on claim, comparison, group and
+  measure (the measure only when both tables have the column, so an older table still compares):
   the decision (``verdict``), the interval (``low``, ``high``) and the p-values, over the
   columns both tables have (so a table with new columns, e.g. ``role`` or ``family``, still
   compares with an older one);
@@ -28,8 +29,9 @@ import pandas as pd
 
 __all__ = ["ResultsDiff", "VerdictChange", "diff_results", "format_diff"]
 
-#: The columns that identify one verdict row.
-VERDICT_KEY = ("claim", "comparison", "group")
+#: The columns that identify one verdict row (``measure`` used only when both tables have it:
+#: the secondaries of one claim at one pair and group differ by their measure alone).
+VERDICT_KEY = ("claim", "comparison", "group", "measure")
 #: The verdict's decision column; a change there is a changed conclusion.
 DECISION = "verdict"
 #: Numeric columns of a verdict reported when they move (those both tables have).
@@ -43,10 +45,10 @@ _SUPER = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
 class VerdictChange:
     """One verdict row of both folders (or of one: ``before``/``after`` is then ``None``).
 
-    ``key`` is (claim, comparison, group); ``changed`` names the columns that moved (the
-    decision first when it changed)."""
+    ``key`` is (claim, comparison, group, measure), the measure ``""`` when either table lacks
+    the column; ``changed`` names the columns that moved (the decision first when it changed)."""
 
-    key: tuple[str, str, str]
+    key: tuple[str, str, str, str]
     before: dict | None
     after: dict | None
     changed: tuple[str, ...]
@@ -99,18 +101,23 @@ def _value(v):
     return "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
 
 
-def _verdict_rows(path: Path) -> dict[tuple, dict]:
-    table = pd.read_csv(path, keep_default_na=False, na_values=["", "nan", "NaN"])
+def _read_verdicts(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path, keep_default_na=False, na_values=["", "nan", "NaN"])
+
+
+def _verdict_rows(table: pd.DataFrame, by_measure: bool) -> dict[tuple, dict]:
+    table = table.copy()
     for col in VERDICT_KEY:
         if col not in table:
             table[col] = ""
     rows: dict[tuple, dict] = {}
     for record in table.to_dict("records"):
-        key = tuple("" if pd.isna(record[c]) else str(record[c]) for c in VERDICT_KEY)
+        key = tuple("" if pd.isna(record[c]) or (c == "measure" and not by_measure)
+                    else str(record[c]) for c in VERDICT_KEY)
         base, n = key, 1
         while key in rows:  # a repeated key keeps its order of appearance
             n += 1
-            key = (*base[:2], f"{base[2]} #{n}")
+            key = (*base[:2], f"{base[2]} #{n}", base[3])
         rows[key] = {k: _value(v) for k, v in record.items()}
     return rows
 
@@ -119,7 +126,9 @@ def _diff_verdicts(a: Path, b: Path, rtol: float, atol: float):
     pa, pb = a / "verdicts.csv", b / "verdicts.csv"
     if not (pa.exists() and pb.exists()):
         return [], 0
-    ra, rb = _verdict_rows(pa), _verdict_rows(pb)
+    ta, tb = _read_verdicts(pa), _read_verdicts(pb)
+    by_measure = "measure" in ta and "measure" in tb
+    ra, rb = _verdict_rows(ta, by_measure), _verdict_rows(tb, by_measure)
     changes = []
     for key in [*ra, *(k for k in rb if k not in ra)]:
         before, after = ra.get(key), rb.get(key)
@@ -278,8 +287,9 @@ def _fmt(v) -> str:
 
 
 def _describe(change: VerdictChange) -> str:
-    claim, comparison, group = change.key
-    name = f"{claim} / {comparison}" + (f" [{group}]" if group else "")
+    claim, comparison, group, measure = change.key
+    name = (f"{claim} / {comparison}" + (f" [{group}]" if group else "")
+            + (f" ({measure})" if measure else ""))
     if change.before is None:
         return f"{name}: new, {change.after.get(DECISION, '?')}"
     if change.after is None:
