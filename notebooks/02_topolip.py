@@ -14,7 +14,9 @@
 # **Method.** For each trained model we take its seed's batch of test images (every
 # architecture trained with seed $s$ sees the same images, and different seeds see different
 # images), perturb it with each kind at its TopoLip strength (the parameters table; attacks with an $L_\infty$ budget
-# $\varepsilon$ in pixel units of $[0, 1]$ images; corruptions at a severity), and follow both
+# $\varepsilon$ in pixel units of $[0, 1]$ images, PGD the attack ladder's of {doc}`04_robustness`:
+# {glue:text}`tl-pgd-steps` steps from the worst of {glue:text}`tl-pgd-restarts` random starts;
+# corruptions at a severity), and follow both
 # batches through the network. At each probe point $\ell$ the flattened activations form two
 # point clouds; the distance $W_{p,q}$ between their Vietoris–Rips persistence diagrams is the
 # topological displacement $\Delta_\ell$, and $\mathrm{TopoLip}_\ell = \Delta_\ell/\Delta_{\ell-1}$
@@ -47,7 +49,8 @@ n_points = 200
 n_robust = 500
 topolip_strengths = {"fgsm": 0.1, "pgd": 0.1, "gaussian_noise": 3, "gaussian_blur": 3,
                      "contrast": 3, "rotation": 3, "elastic": 3}
-pgd_steps = 5
+ladder_pgd_steps = 20    # PGD is the attack ladder's (04): steps, step size 2.5 eps / steps
+ladder_pgd_restarts = 2  # and random restarts (per-image worst case)
 degrees = [0, 1]
 p = 1
 q = float("inf")
@@ -84,7 +87,8 @@ spec = TopoLipSpec.from_params(params)
 with TaskRunner(scheduler, n_workers=n_workers) as runner:
     table, summary = map_models(
         models, measure_trained, runner=runner, data=data, perturbations=topolip_strengths,
-        spec=spec, n_points=n_points, n_robust=n_robust, pgd_steps=pgd_steps)
+        spec=spec, n_points=n_points, n_robust=n_robust, pgd_steps=ladder_pgd_steps,
+        pgd_restarts=ladder_pgd_restarts)
 _ = write_table(table, tables / "topolip.csv", params)
 _ = write_table(summary, tables / "topolip_summary.csv", params)
 

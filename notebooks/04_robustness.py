@@ -48,21 +48,21 @@ split_seed = 0
 topolip_strengths = {"fgsm": 0.1, "pgd": 0.1, "gaussian_noise": 3, "gaussian_blur": 3,
                      "contrast": 3, "rotation": 3, "elastic": 3}
 attack_eps = [0.0, 0.05, 0.1]
-pgd_steps = 5
+masking_probe_steps = 5  # steps of the masking check's short PGD (below ladder_pgd_steps)
 severities = [0, 1, 3, 5]
-n_ladder = 150
+n_ladder = 100
 ladder_pgd_steps = 20
 ladder_pgd_restarts = 2
 apgd_steps = 20
 apgd_target_classes = 3
-square_queries = 100
+square_queries = 1000
 n_radius = 200
 radius_eps_max = 0.3
-radius_steps = 4
+radius_steps = 3
 radius_check_images = 50
 fab_steps = 20
 masking_large_eps = 0.3
-masking_tolerance = 0.02
+masking_tolerance = 0.03
 masking_zero_accuracy = 0.05
 scheduler = "local"     # models measured on: local (Dask LocalCluster), serial, or tcp://host:8786
 n_workers = None        # processes of the local cluster, 1 thread each (None: the cores)
@@ -107,7 +107,7 @@ with TaskRunner(scheduler, n_workers=n_workers) as runner:
         large_eps=masking_large_eps, pgd_steps=ladder_pgd_steps,
         pgd_restarts=ladder_pgd_restarts, apgd_steps=apgd_steps,
         n_target_classes=apgd_target_classes, square_queries=square_queries,
-        probe_steps=pgd_steps)
+        probe_steps=masking_probe_steps)
     radii = map_models(
         models, radii_trained, runner=runner, data=data, n_images=n_radius,
         eps_max=radius_eps_max, steps=radius_steps, apgd_steps=apgd_steps,

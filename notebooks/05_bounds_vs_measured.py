@@ -42,10 +42,11 @@ n_points = 200
 n_robust = 500
 topolip_strengths = {"fgsm": 0.1, "pgd": 0.1, "gaussian_noise": 3, "gaussian_blur": 3,
                      "contrast": 3, "rotation": 3, "elastic": 3}
-pgd_steps = 5
+ladder_pgd_steps = 20    # PGD is the attack ladder's (04): steps, step size 2.5 eps / steps
+ladder_pgd_restarts = 2  # and random restarts (per-image worst case)
 bound_kinds = ["fgsm", "gaussian_noise"]   # perturbations whose certified chain is checked
-estimate_samples = 16    # clean images at which each segment's Jacobian norm is estimated
-estimate_n_iter = 30     # power iterations of the estimate
+estimate_samples = 4     # clean images at which each segment's Jacobian norm is estimated
+estimate_n_iter = 15     # power iterations of the estimate
 scheduler = "local"     # models measured on: local (Dask LocalCluster), serial, or tcp://host:8786
 n_workers = None        # processes of the local cluster, 1 thread each (None: the cores)
 
@@ -86,7 +87,8 @@ show_parameters(params)
 with TaskRunner(scheduler, n_workers=n_workers) as runner:
     bounds = map_models(models, measure_bounds_trained, runner=runner, data=data,
                         perturbations={k: topolip_strengths[k] for k in paired_kinds},
-                        n_points=n_points, n_robust=n_robust, pgd_steps=pgd_steps,
+                        n_points=n_points, n_robust=n_robust, pgd_steps=ladder_pgd_steps,
+                        pgd_restarts=ladder_pgd_restarts,
                         estimate_samples=estimate_samples, estimate_n_iter=estimate_n_iter)
 _ = write_table(bounds, tables / "bounds.csv", params)
 

@@ -30,7 +30,8 @@ n_test = 1000
 split_seed = 0
 n_points = 200
 n_robust = 500
-pgd_steps = 5
+ladder_pgd_steps = 20    # PGD is the attack ladder's (04): steps, step size 2.5 eps / steps
+ladder_pgd_restarts = 2  # and random restarts (per-image worst case)
 degrees = [0, 1]
 p = 1
 q = float("inf")
@@ -52,7 +53,7 @@ sweeps = {
     "vit": {"base": {"patch_size": 7, "num_layers": 2, "num_heads": 2, "hidden_dim": 32,
                      "mlp_dim": 64},
             "grid": {"num_layers": [1, 2, 4], "hidden_dim": [16, 32, 64],
-                     "num_heads": [1, 2, 4], "patch_size": [4, 7, 14]}},
+                     "num_heads": [1, 2, 4], "patch_size": [7, 14]}},
     "resnet": {"base": {"width": 8, "blocks": [1, 1, 1, 1], "stem_kernel": 3},
                "grid": {"width": [4, 8, 16], "stem_kernel": [3, 5, 7],
                         "blocks": [[1, 1, 1, 1], [2, 2, 2, 2]]}},
@@ -92,8 +93,8 @@ _ = configure_threads(threads)
 with TaskRunner(scheduler, n_workers=n_workers) as runner:
     table = run_sweeps(sweeps, data, config, results_dir=results_dir,
                        perturbations=sweep_perturbations, n_robust=n_robust, n_points=n_points,
-                       floor=True, spec=spec, seeds=sweep_seeds, pgd_steps=pgd_steps,
-                       runner=runner)
+                       floor=True, spec=spec, seeds=sweep_seeds, pgd_steps=ladder_pgd_steps,
+                       pgd_restarts=ladder_pgd_restarts, runner=runner)
 table = table.drop(columns=["resumed_from_epoch"])
 _ = write_table(table, tables / "sweeps.csv", params)
 

@@ -26,7 +26,7 @@ TINY = [
     "attention_stack.num_heads=2", "conv_stack.num_layers=2", "conv_stack.channels=8",
     "n_points=30",
     # 04_robustness: two strengths per kind, few images
-    "n_robust=30", "attack_eps=[0.0, 0.1]", "pgd_steps=2", "severities=[0, 2]",
+    "n_robust=30", "attack_eps=[0.0, 0.1]", "masking_probe_steps=2", "severities=[0, 2]",
     "n_ladder=30", "ladder_pgd_steps=3", "apgd_steps=3", "square_queries=20",
     "n_radius=30", "radius_steps=2", "radius_check_images=10", "fab_steps=5",
     "topolip_strengths={fgsm: 0.1, pgd: 0.1, gaussian_noise: 2, gaussian_blur: 2, contrast: 2, "

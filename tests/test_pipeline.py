@@ -64,6 +64,26 @@ def test_a_name_shared_by_notebooks_means_one_thing():
                 f"{name!r}: {first[0]} defaults to {first[1]}, {nb} to {default}")
 
 
+def test_a_notebook_opened_alone_defaults_to_the_quick_profile():
+    # a reader who opens a notebook (Binder, Colab, the "launch" button) and runs it without
+    # the runner gets the quick book's values: each parameters cell holds the profile's
+    import jupytext
+
+    from topolip.pipeline.params import declared_parameters
+
+    quick = load_profile("quick", root=ROOT)
+    stale = []
+    for path in chain(ROOT):
+        nb = jupytext.read(path)
+        namespace: dict = {}
+        exec([c for c in nb.cells if "parameters" in c.metadata.get("tags", [])][0].source,
+             namespace)
+        for name in declared_parameters(nb):
+            if name in quick and namespace[name] != quick[name]:
+                stale.append(f"{path.stem}: {name} = {namespace[name]!r}, quick {quick[name]!r}")
+    assert stale == []
+
+
 def test_overrides_parse_yaml_and_reject_unknown_names():
     assert parse_override("seeds=[0, 1]") == (["seeds"], [0, 1])
     assert parse_override("n_perm=null") == (["n_perm"], None)

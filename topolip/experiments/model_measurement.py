@@ -204,6 +204,7 @@ def measure_model(
     estimate_n_iter: int = 10,
     num_classes: int | None = None,
     pgd_steps: int = 10,
+    pgd_restarts: int = 1,
     n_jobs: int | None = None,
 ) -> ModelMeasurement:
     """The full measurement of one trained model under each perturbation.
@@ -242,8 +243,10 @@ def measure_model(
     num_classes : int, optional
         For the relative accuracy drop ``(clean − perturbed) / (clean − chance)``, chance
         ``1/num_classes`` (default: the model's number of logits).
-    pgd_steps : int, default=10
-        Steps of PGD (step size ``2.5 ε / steps``).
+    pgd_steps, pgd_restarts : int, default=10, 1
+        Steps of PGD (step size ``2.5 ε / steps``) and its random restarts (per-image worst
+        case, :func:`topolip.perturbations.attacks.pgd`); the chain passes the attack ladder's
+        (``ladder_pgd_steps``, ``ladder_pgd_restarts``), so "PGD" is one attack in every table.
     n_jobs : int, optional
         Worker processes for the diagrams (:func:`topolip.topology.rips.rips_diagrams_many`;
         default :func:`topolip.topology.rips.default_jobs`, 1 inside a Dask worker). The result
@@ -308,7 +311,8 @@ def measure_model(
         }
     layers, summary = [], []
     for kind, strength in perturbations.items():
-        x_t = perturb_at(kind, model, x, y, strength, seed=seed, pgd_steps=pgd_steps)
+        x_t = perturb_at(kind, model, x, y, strength, seed=seed, pgd_steps=pgd_steps,
+                         pgd_restarts=pgd_restarts)
         pert, logits_t = forward_probes(model, x_t, n_probe=n_points)
         correct_t = logits_t.argmax(1) == labels
         pert_d = {label: pairwise_distances(a, f"perturbed activations at {label!r}")
@@ -361,7 +365,8 @@ def measure_model(
 
 def measure_trained(model: nn.Module, row: Mapping, *, data, perturbations: Mapping[str, float],
                     spec: TopoLipSpec = TopoLipSpec(), n_points: int, n_robust: int,
-                    pgd_steps: int = 10) -> tuple[pd.DataFrame, pd.DataFrame]:
+                    pgd_steps: int = 10, pgd_restarts: int = 1
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`measure_model` of one trained model of ``models.csv`` on its seed's images.
 
     The per-model task of ``02_topolip`` (:func:`topolip.experiments.per_model.map_models` calls
@@ -384,8 +389,8 @@ def measure_trained(model: nn.Module, row: Mapping, *, data, perturbations: Mapp
         included).
     n_points, n_robust : int
         Images per point cloud; images of the accuracy drop (at least ``n_points``).
-    pgd_steps : int, default=10
-        Steps of PGD.
+    pgd_steps, pgd_restarts : int, default=10, 1
+        Steps and random restarts of PGD (:func:`measure_model`).
 
     Returns
     -------
@@ -402,7 +407,7 @@ def measure_trained(model: nn.Module, row: Mapping, *, data, perturbations: Mapp
                           floor=True)
     m = measure_model(model, images.x, images.y, perturbations, spec, n_points=n_points,
                       x_floor=images.x_floor, seed=seed, pgd_steps=pgd_steps,
-                      num_classes=int(data.y_test.max()) + 1)
+                      pgd_restarts=pgd_restarts, num_classes=int(data.y_test.max()) + 1)
     return m.layers, m.summary
 
 
@@ -425,6 +430,7 @@ def measure_bounds(
     n_points: int,
     seed: int = 0,
     pgd_steps: int = 10,
+    pgd_restarts: int = 1,
     estimate_samples: int = 16,
     estimate_n_iter: int = 30,
 ) -> pd.DataFrame:
@@ -453,8 +459,8 @@ def measure_bounds(
     seed : int, default=0
         Seed of the random perturbations and of the estimate's start vectors (pass the
         training seed, as for :func:`measure_model`).
-    pgd_steps : int, default=10
-        Steps of PGD.
+    pgd_steps, pgd_restarts : int, default=10, 1
+        Steps and random restarts of PGD (as :func:`measure_model`).
     estimate_samples : int, default=16
         Clean images at which each segment's Jacobian norm is estimated.
     estimate_n_iter : int, default=30
@@ -500,8 +506,8 @@ def measure_bounds(
     local.insert(0, "perturbation", LOCAL)
     parts = [local]
     for kind, strength in perturbations.items():
-        x_t = perturb_at(kind, model, x, y, strength, seed=seed,
-                         pgd_steps=pgd_steps)[:n_points]
+        x_t = perturb_at(kind, model, x, y, strength, seed=seed, pgd_steps=pgd_steps,
+                         pgd_restarts=pgd_restarts)[:n_points]
         chain = layer_bounds(model, clean, x_t, estimate=False)
         chain.insert(0, "perturbation", kind)
         parts.append(chain)
@@ -510,7 +516,8 @@ def measure_bounds(
 
 def measure_bounds_trained(model: nn.Module, row: Mapping, *, data,
                            perturbations: Mapping[str, float], n_points: int, n_robust: int,
-                           pgd_steps: int = 10, estimate_samples: int = 16,
+                           pgd_steps: int = 10, pgd_restarts: int = 1,
+                           estimate_samples: int = 16,
                            estimate_n_iter: int = 30) -> pd.DataFrame:
     """:func:`measure_bounds` of one trained model of ``models.csv`` on its seed's images.
 
@@ -531,7 +538,7 @@ def measure_bounds_trained(model: nn.Module, row: Mapping, *, data,
         ``{kind: strength}`` of the paired perturbations whose chains are bounded.
     n_points, n_robust : int
         As :func:`measure_trained`.
-    pgd_steps, estimate_samples, estimate_n_iter : int
+    pgd_steps, pgd_restarts, estimate_samples, estimate_n_iter : int
         As :func:`measure_bounds`.
 
     Returns
@@ -547,5 +554,5 @@ def measure_bounds_trained(model: nn.Module, row: Mapping, *, data,
     seed = int(row["seed"])
     images = model_images(data.x_test, data.y_test, seed, n_points=n_points, n_robust=n_robust)
     return measure_bounds(model, images.x, images.y, perturbations, n_points=n_points, seed=seed,
-                          pgd_steps=pgd_steps, estimate_samples=estimate_samples,
-                          estimate_n_iter=estimate_n_iter)
+                          pgd_steps=pgd_steps, pgd_restarts=pgd_restarts,
+                          estimate_samples=estimate_samples, estimate_n_iter=estimate_n_iter)

@@ -146,6 +146,7 @@ def run_sweeps(
     spec: TopoLipSpec = TopoLipSpec(),
     seeds: Sequence[int] = (0,),
     pgd_steps: int = 10,
+    pgd_restarts: int = 1,
     device: torch.device | str | None = None,
     progress: bool = False,
     runner: TaskRunner | None = None,
@@ -194,8 +195,9 @@ def run_sweeps(
         ``n_perm`` of the diagrams.
     seeds : sequence of int, default=(0,)
         Training seeds; the perturbation of a model uses its training seed.
-    pgd_steps : int, default=10
-        Steps of PGD, when it is one of the perturbations.
+    pgd_steps, pgd_restarts : int, default=10, 1
+        Steps and random restarts of PGD, when it is one of the perturbations (the chain passes
+        the attack ladder's, as for the main models).
     device : torch.device or str, optional
         Training device (default: each worker's :func:`topolip.nets.train.default_device`).
     progress : bool, default=False
@@ -282,7 +284,8 @@ def run_sweeps(
                         measure_kwargs={"images": images,
                                         "perturbations": dict(perturbations),
                                         "topolip_spec": spec, "n_points": n_points,
-                                        "pgd_steps": pgd_steps})
+                                        "pgd_steps": pgd_steps,
+                                        "pgd_restarts": pgd_restarts})
     done = dict(zip(jobs, outs, strict=True))
     rows = []
     for seed in seeds:
@@ -308,11 +311,11 @@ def run_sweeps(
 
 
 def _measure_point(model, spec: ModelSpec, config: TrainConfig, *, images, perturbations,
-                   topolip_spec, n_points, pgd_steps) -> pd.DataFrame:
+                   topolip_spec, n_points, pgd_steps, pgd_restarts) -> pd.DataFrame:
     """The summary of :func:`measure_model` of one trained sweep model (a task's second half),
     on its seed's images (``images[config.seed]``: ``x``, ``y``, ``x_floor``)."""
     own = images[config.seed]
     m = measure_model(model, own["x"], own["y"], perturbations, topolip_spec, n_points=n_points,
                       x_floor=own["x_floor"], seed=config.seed, pgd_steps=pgd_steps,
-                      num_classes=spec.params.get("num_classes"))
+                      pgd_restarts=pgd_restarts, num_classes=spec.params.get("num_classes"))
     return m.summary

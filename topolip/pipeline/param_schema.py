@@ -447,14 +447,16 @@ SCHEMA: dict[str, Param] = {p.name: p for p in (
     # robustness
     _P("n_robust", _Int(1), "test images of the accuracy curves (<= n_test)"),
     _P("attack_eps", _List(_EPS), "FGSM/PGD budgets, L-inf in pixels of [0, 1]"),
-    _P("pgd_steps", _Int(1), "PGD steps"),
+    _P("masking_probe_steps", _Int(1), "steps of the masking check's short PGD (one start; "
+       "PGD elsewhere is the ladder's: ladder_pgd_steps, ladder_pgd_restarts)"),
     _P("severities", _List(_SEVERITY), "corruption severities of the accuracy curves"),
     _P("topolip_strengths", _Strengths(), "kind: strength of the TopoLip measurement "
        "(on attack_eps / severities)"),
     # attack ladder and gradient-masking checks (04_robustness)
     _P("n_ladder", _Int(1), "test images per model of 04's attack ladder and corruption "
        "curves (<= n_test)"),
-    _P("ladder_pgd_steps", _Int(1), "steps of the ladder's PGD (> pgd_steps)"),
+    _P("ladder_pgd_steps", _Int(1), "steps of PGD: the ladder's, and of the TopoLip, bound "
+       "and sweep rows (> masking_probe_steps)"),
     _P("ladder_pgd_restarts", _Int(1), "random restarts of the ladder's PGD (per-image worst)"),
     _P("apgd_steps", _Int(1), "iterations of each APGD run of autoattack (standard: 100)"),
     _P("apgd_target_classes", _Int(1, 9), "target classes of APGD-T: the most likely wrong "
@@ -555,12 +557,12 @@ def _rule_sizes(p):
             and p["radius_check_images"] > p["n_radius"]:
         yield (("radius_check_images", "n_radius"),
                f"radius_check_images must be <= n_radius ({p['n_radius']})")
-    if "pgd_steps" in p and "ladder_pgd_steps" in p \
-            and p["pgd_steps"] >= p["ladder_pgd_steps"]:
-        yield (("pgd_steps", "ladder_pgd_steps"),
-               f"pgd_steps ({p['pgd_steps']}) must be below ladder_pgd_steps "
-               f"({p['ladder_pgd_steps']}): the masking check compares the short PGD with the "
-               "ladder's")
+    if "masking_probe_steps" in p and "ladder_pgd_steps" in p \
+            and p["masking_probe_steps"] >= p["ladder_pgd_steps"]:
+        yield (("masking_probe_steps", "ladder_pgd_steps"),
+               f"masking_probe_steps ({p['masking_probe_steps']}) must be below "
+               f"ladder_pgd_steps ({p['ladder_pgd_steps']}): the masking check compares the "
+               "short PGD with the ladder's")
     if {"dataset", "n_train", "n_test"} <= set(p):
         data = roster.dataset(p["dataset"])
         n_tr, n_te = data.train_images, data.test_images

@@ -242,7 +242,8 @@ def topolip_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str
     tables : folder or mapping
         The tables folder, or ``{"topolip": ..., "models": ...}``.
     params : mapping
-        The notebook's parameters: ``topolip_strengths``, ``n_points``, ``n_robust``.
+        The notebook's parameters: ``topolip_strengths``, ``n_points``, ``n_robust``,
+        ``ladder_pgd_steps``, ``ladder_pgd_restarts``.
 
     Returns
     -------
@@ -251,9 +252,11 @@ def topolip_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str
         ``tl-n-flagged`` and ``tl-share-flagged`` (ratios with a flag), ``tl-kinds-input-below``
         and ``tl-n-kinds-input-below`` (kinds whose input displacement is within the noise
         floor for most models), ``tl-share-layers-above`` (layer rows above the floor),
-        ``tl-envelope-max`` (largest bottleneck / envelope), ``tl-n-points``, ``tl-n-robust``.
+        ``tl-envelope-max`` (largest bottleneck / envelope), ``tl-n-points``, ``tl-n-robust``,
+        ``tl-pgd-steps`` and ``tl-pgd-restarts`` (the PGD of every chapter, the ladder's).
     """
-    _params(params, ("topolip_strengths", "n_points", "n_robust"), "02_topolip")
+    _params(params, ("topolip_strengths", "n_points", "n_robust", "ladder_pgd_steps",
+                     "ladder_pgd_restarts"), "02_topolip")
     t = _frames(tables, ("topolip", "models"))
     table = t["topolip"].copy()
     table["flag"] = table["flag"].astype(object).fillna("")  # "" is read back from CSV as NaN
@@ -275,6 +278,8 @@ def topolip_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str
     f["tl-envelope-max"] = glue_text((table["bottleneck"] / table["envelope"]).max(), "{:.2f}")
     f["tl-n-points"] = glue_text(params["n_points"], "{}")
     f["tl-n-robust"] = glue_text(max(params["n_robust"], params["n_points"]), "{}")
+    f["tl-pgd-steps"] = glue_text(params["ladder_pgd_steps"], "{}")
+    f["tl-pgd-restarts"] = glue_text(params["ladder_pgd_restarts"], "{}")
     return f
 
 
@@ -345,7 +350,7 @@ def robustness_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, 
     params : mapping
         The notebook's parameters: ``topolip_strengths`` (its ``"pgd"`` entry is the TopoLip
         budget), ``attack_eps``, ``n_ladder``, ``ladder_pgd_steps``, ``ladder_pgd_restarts``,
-        ``apgd_steps``, ``apgd_target_classes``, ``square_queries``, ``pgd_steps``,
+        ``apgd_steps``, ``apgd_target_classes``, ``square_queries``, ``masking_probe_steps``,
         ``masking_large_eps``, ``masking_tolerance``, ``masking_zero_accuracy``.
 
     Returns
@@ -371,7 +376,8 @@ def robustness_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, 
 
     _params(params, ("topolip_strengths", "attack_eps", "n_ladder", "ladder_pgd_steps",
                      "ladder_pgd_restarts", "apgd_steps", "apgd_target_classes",
-                     "square_queries", "pgd_steps", "masking_large_eps", "masking_tolerance",
+                     "square_queries", "masking_probe_steps", "masking_large_eps",
+                     "masking_tolerance",
                      "masking_zero_accuracy"), "04_robustness")
     t = _frames(tables, ("robustness", "masking", "smoothness", "topolip_summary", "models"))
     curves, masking, smooth = t["robustness"], t["masking"], t["smoothness"]
@@ -391,7 +397,7 @@ def robustness_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, 
     f["rb-apgd-steps"] = glue_text(params["apgd_steps"], "{}")
     f["rb-apgd-targets"] = glue_text(params["apgd_target_classes"], "{}")
     f["rb-square-queries"] = glue_text(params["square_queries"], "{}")
-    f["rb-probe-steps"] = glue_text(params["pgd_steps"], "{}")
+    f["rb-probe-steps"] = glue_text(params["masking_probe_steps"], "{}")
     f["rb-large-eps"] = glue_text(params["masking_large_eps"], "{:g}")
     f["rb-tolerance"] = glue_text(params["masking_tolerance"], "{:g}")
     f["rb-zero-accuracy"] = glue_text(params["masking_zero_accuracy"], "{:g}")
