@@ -84,7 +84,10 @@ jobs = [(spec_for(arch, arch_params[arch], data),
                      seed=seed, val_size=val_size, warmup=warmup, **augment))
         for arch in archs for seed in seeds]
 with TaskRunner(scheduler, n_workers=n_workers) as runner:
-    trained = train_models(jobs, data, results_dir=results_dir, runner=runner)
+    # every epoch's weights of the pair the robustness primary compares, for 04's
+    # accuracy-matched comparison
+    trained = train_models(jobs, data, results_dir=results_dir, runner=runner,
+                           keep_epochs=FAMILY_PAIRS[0])
 flops = {spec.arch: flops_per_image(spec.build(), data.image_shape) for spec, _ in jobs}
 rows, histories = [], []
 for (spec, config), result in zip(jobs, trained, strict=True):

@@ -120,7 +120,10 @@ _ = glue_all(sweeps_findings(tables, params))
 # ```
 #
 # In {numref}`fig-sweep-vit` and the figures below, the sweeps trained {glue:text}`sw-n-models` distinct models for {glue:text}`sw-epochs`
-# epochs each. Under {glue:text}`sw-kind`, the end-to-end scale-free TopoLip along each swept
+# epochs each. The figures and sentences read {glue:text}`sw-kind`, the swept kind with the
+# fewest models whose input displacement lies within the noise floor (within it, per kind:
+# {glue:text}`sw-floor-shares`; a ratio there divides by sampling noise, {doc}`02_topolip`).
+# Under {glue:text}`sw-kind`, the end-to-end scale-free TopoLip along each swept
 # parameter, from its smallest to its largest value: {glue:text}`sw-trends`. Within one family
 # the ratio spans up to a factor {glue:text}`sw-max-span` ({glue:text}`sw-max-span-arch`);
 # the families' ranges are {glue:text}`sw-ranges`, and their medians differ by up to a factor

@@ -73,6 +73,8 @@ claims = with_options(load_claims("data/claims.yml"), alpha=alpha)
 names = ("topolip", "topolip_summary", "smoothness", "robustness", "radius_summary",
          "ood_topolip_summary", "ood_resamples", "ood_behaviour")
 tables = {name: read_table(tables_dir / f"{name}.csv") for name in names}
+if (tables_dir / "radius_matched.csv").exists():  # the accuracy-matched pair (04)
+    tables["radius_matched"] = read_table(tables_dir / "radius_matched.csv")
 if (tables_dir / "masking.csv").exists():   # gradient-masking checks (04), flags only
     tables["masking"] = read_table(tables_dir / "masking.csv")
 verdicts = evaluate(claims, tables)

@@ -250,6 +250,38 @@ def test_floor_rule_covers_the_corruption_rows():
     assert v.loc["rotation", "verdict"] == "supported"         # both sides off the floor
 
 
+def test_corruption_rows_use_the_ladder_images_where_robustness_has_them():
+    # one image set per family: elastic at its TopoLip severity (3) is read from 04's curves
+    # (the ladder's 100 images), not from the TopoLip batch (500 images, other drops); a
+    # corruption the robustness table lacks (rotation) still comes from topolip_summary
+    drops = {(a, k): [0.3, 0.35, 0.32] for a in ("vit", "resnet")
+             for k in ("fgsm", "pgd", "autoattack")}
+    ladder_drop = {"vit": (0.20, 0.25, 0.22), "resnet": (0.10, 0.11, 0.12)}
+    rob = pd.concat([_robustness(drops), pd.DataFrame([
+        {"arch": a, "seed": s, "perturbation": "elastic", "strength": sev, "unit": "severity",
+         "n": 100, "accuracy": 0.9 - (d if sev == 3 else 0.5), "accuracy_clean": 0.9,
+         "accuracy_drop": d if sev == 3 else 0.5}
+        for a, ds in ladder_drop.items() for s, d in enumerate(ds) for sev in (1, 3, 5)])],
+        ignore_index=True)
+    summ = pd.DataFrame([{"arch": a, "seed": s, "perturbation": k, "strength": 3,
+                          "accuracy_drop": d, "accuracy_perturbed": 0.9 - d, "n_images": 500}
+                         for k in ("elastic", "rotation") for a in ("vit", "resnet")
+                         for s, d in enumerate((0.01, 0.02, 0.015) if a == "vit"
+                                               else (0.1, 0.12, 0.11))])
+    summ = pd.concat([summ, _topolip_eps()], ignore_index=True)
+    c = Claim("robust", "x", "t", "smaller_accuracy_drop", {},
+              {"comparison": "vit vs resnet", "group": "fgsm"})
+    v = evaluate([c], {"robustness": rob, "topolip_summary": summ}).set_index("group")
+    d = np.subtract(ladder_drop["vit"], ladder_drop["resnet"])
+    assert v.loc["elastic", "effect"] == pytest.approx(d.mean())
+    assert v.loc["elastic", "pvalue"] == pytest.approx(st.ttest_1samp(d, 0).pvalue)
+    assert v.loc["elastic", "n_images"] == 100
+    assert v.loc["elastic", "verdict"] == "contradicted"     # the ViT drops more here
+    assert v.loc["rotation", "n_images"] == 500
+    assert v.loc["rotation", "effect"] == pytest.approx(np.mean(np.subtract(
+        (0.01, 0.02, 0.015), (0.1, 0.12, 0.11))))
+
+
 def test_floor_sentence_says_not_informative():
     drops = {(a, k): [0.3, 0.35, 0.32] for a in ("vit", "resnet")
              for k in ("fgsm", "pgd", "autoattack")}

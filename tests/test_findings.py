@@ -172,6 +172,31 @@ def test_sweeps_spans_and_trends():
     assert f["sw-trends"].startswith("ViT num layers: rises (3.12 to 6.11)")
 
 
+def test_sweeps_show_the_kind_off_the_noise_floor():
+    # FGSM's sweep rows all within the floor (the quick run: 96%): the sentences and figures
+    # read Gaussian noise, and say each kind's share
+    s = _read("sweeps")
+    s["end_to_end_flag"] = np.where(s["perturbation"] == "fgsm",
+                                    "input displacement within the noise floor", "")
+    params = P["07_sweeps"]
+    f = F.sweeps_findings({"sweeps": s}, params)
+    assert f["sw-kind"] == "Gaussian noise"
+    assert f["sw-floor-shares"] == "FGSM 100%; Gaussian noise 0%"
+    noise = s[s["perturbation"] == "gaussian_noise"]
+    span = noise.groupby("arch")["end_to_end_scale_free"].agg(lambda v: v.max() / v.min())
+    assert f["sw-max-span"] == f"{span.max():.1f}"
+    import matplotlib.pyplot as plt
+
+    from topolip.report.figures import plot_size_sweep
+
+    fig = plot_size_sweep(s.assign(seed=0))
+    drawn = sorted(np.concatenate([line.get_ydata() for line in fig.axes[0].lines
+                                   if not line.get_label().startswith("_")]))  # no guide
+    mean = noise.groupby(["arch", "parameters"])["end_to_end_scale_free"].mean()
+    assert drawn == pytest.approx(sorted(mean))
+    plt.close(fig)
+
+
 def test_verdict_counts():
     f = CHAPTERS["08_verdict"](EXPECT)
     v = _read("verdicts")

@@ -111,8 +111,14 @@ def test_attention_growth_and_planted_bound_violation():
 def test_castin_rule():
     ok = lit.rule_castin_worst_case(_castin(), {"max_slope": 0.5})
     assert ok["verdict"] == "consistent" and ok["our_number"] == pytest.approx(0.5)
-    assert lit.rule_castin_worst_case(_castin(violate=True), {})["verdict"] == "inconsistent"
+    bad = lit.rule_castin_worst_case(_castin(violate=True), {})
+    assert bad["verdict"] == "inconsistent" and "min(our, their) bound" in bad["reason"]
     assert lit.rule_castin_worst_case(_castin(slope=1.0), {})["verdict"] == "inconsistent"
+    # the chain computes our bound only (theirs NaN): the reason says which bound was tested
+    ours_only = lit.rule_castin_worst_case(_castin(violate=True).assign(bound_theirs=np.nan),
+                                           {})
+    assert ours_only["verdict"] == "inconsistent"
+    assert "our bound (theirs not computed)" in ours_only["reason"]
 
 
 def test_confidence_rule_and_edited_table():

@@ -224,3 +224,41 @@ def test_augmentation_is_seeded_and_changes_the_training(data):
 def test_recipe_fields_are_checked(field, value):
     with pytest.raises(ValueError, match=f"TrainConfig: {field}"):
         TrainConfig(**{field: value})
+
+
+def test_kept_epochs_hold_each_epochs_weights_and_survive_a_resume(tmp_path, data):
+    from topolip.nets.checkpoints import epoch_path, load_weights, read_epoch
+
+    ckpt = checkpoint_path(tmp_path, SPEC, RECIPE, data)
+
+    def stop_after_two(epoch):
+        if epoch == 2:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        fit(SPEC, data, RECIPE, checkpoint=ckpt, device="cpu", progress=False,
+            keep_epochs=True, on_epoch_end=stop_after_two)
+    assert [epoch_path(ckpt, e).exists() for e in (1, 2, 3)] == [True, True, False]
+    result = fit(SPEC, data, RECIPE, checkpoint=ckpt, device="cpu", progress=False,
+                 keep_epochs=True)
+    assert result.resumed_from_epoch == 2
+    _, val_idx = validation_split(len(data.y_train), RECIPE.val_size)
+    model = SPEC.build()
+    for h in result.history:  # each kept epoch is that epoch's model: its validation accuracy
+        state = read_epoch(ckpt, h["epoch"])
+        assert state["val_accuracy"] == h["val_accuracy"]
+        load_weights(epoch_path(ckpt, h["epoch"]), model, state["model"])
+        assert accuracy(model, data.x_train[val_idx], data.y_train[val_idx]) == h["val_accuracy"]
+    chosen = read_epoch(ckpt, result.best_epoch)["model"]
+    for name, t in result.model.state_dict().items():  # the chosen epoch is one of them
+        assert torch.equal(chosen[name], t), name
+    with pytest.raises(FileNotFoundError, match="no weights of epoch 4"):
+        read_epoch(ckpt, 4)
+    path = epoch_path(ckpt, 1)
+    blob = bytearray(path.read_bytes())
+    blob[len(blob) // 2] ^= 0xFF
+    path.write_bytes(bytes(blob))
+    with pytest.raises(ValueError, match="epoch-001.pt"):
+        read_epoch(ckpt, 1)
+    with pytest.raises(ValueError, match="keep_epochs needs a checkpoint"):
+        fit(SPEC, data, RECIPE, device="cpu", progress=False, keep_epochs=True)

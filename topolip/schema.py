@@ -274,6 +274,11 @@ SCHEMAS: dict[str, TableSchema] = {t.name: t for t in (
            "n_images:int clean_accuracy:float median_radius:float log_median_radius:float "
            "n_censored:int eps_max:float eps:float robust_accuracy_at_eps:float "
            "attacks:float"),
+    _table("radius_matched", "04_robustness", "arch:str seed:int method:str group:str "
+           "n_images:int clean_accuracy:float median_radius:float log_median_radius:float "
+           "n_censored:int eps_max:float eps:float robust_accuracy_at_eps:float "
+           "attacks:float epoch:int val_accuracy:float best_epoch:int best_val_accuracy:float "
+           "matched_to:str target_val_accuracy:float"),
     _table("radius_check", "04_robustness", "arch:str seed:int n:int n_only_bisection:int "
            "n_only_fab:int median_ratio:float share_within:float factor:float"),
     _table("robust_curve", "04_robustness", "arch:str seed:int method:str eps:float "

@@ -167,8 +167,10 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
     >>> t = simulate_tables(3, seed=1)
     >>> sorted(t), len(t["topolip_summary"]), sorted(t["robustness"]["perturbation"].unique())
     ... # doctest: +NORMALIZE_WHITESPACE
-    (['ood_behaviour', 'ood_resamples', 'ood_topolip_summary', 'radius_summary', 'robustness',
-      'smoothness', 'topolip', 'topolip_summary'], 84, ['autoattack', 'fgsm', 'pgd', 'square'])
+    (['ood_behaviour', 'ood_resamples', 'ood_topolip_summary', 'radius_matched',
+      'radius_summary', 'robustness', 'smoothness', 'topolip', 'topolip_summary'], 84,
+      ['autoattack', 'contrast', 'elastic', 'fgsm', 'gaussian_blur', 'gaussian_noise',
+       'pgd', 'rotation', 'square'])
     """
     if not (isinstance(n_seeds, int) and n_seeds >= 1):
         raise ValueError(f"n_seeds must be a positive int, got {n_seeds!r}")
@@ -213,7 +215,10 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
     # radii from their own generator too, so the other tables stay as they were
     rng_r = np.random.default_rng([seed, 25])
     seed_r = rng_r.normal(0, v["log_radius_seed"], n_seeds)
-    radii = []
+    radii, matched = [], []
+    # the accuracy-matched checkpoints' radii (the primary pair's convolution side at an
+    # earlier epoch): their own generator, an epoch's own noise about the model's radius
+    rng_m = np.random.default_rng([seed, 28])
     # the logit-based detectors' AUROCs (max-logit, energy): their own generator, image and
     # model effects, so the max-softmax tables stay as they were
     rng_o = np.random.default_rng([seed, 27])
@@ -247,6 +252,14 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
                     if flagged else "",
                     "accuracy_clean": clean, "accuracy_perturbed": clean - drop,
                     "accuracy_drop": drop, "relative_drop": drop / (clean - 0.1)})
+                if kind not in ("fgsm", "pgd"):
+                    # 04's corruption curve at the TopoLip severity, which the robustness
+                    # claim reads (the same drop: one image set in the simulation)
+                    for strength, d in ((0, 0.0), (3, drop)):
+                        robust.append({"arch": arch, "seed": s, "perturbation": kind,
+                                       "strength": strength, "unit": "severity", "n": 500,
+                                       "accuracy": clean - d, "accuracy_clean": clean,
+                                       "accuracy_drop": d})
             for kind, base in _RUNGS.items():
                 drop = level_d[arch] + base + shift_d + u_d + rng.normal(0, v["drop_kind"])
                 for strength, d in ((0.0, 0.0), (eps, drop), (4 * eps, clean - 0.05)):
@@ -263,6 +276,12 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
                 radii.append({"arch": arch, "seed": s, "method": method,
                               "group": f"{method}_radius", "n_images": 200,
                               "clean_accuracy": clean, "median_radius": math.exp(log_r)})
+                if arch == _claims.FAMILY_PAIRS[0][1] and method == "autoattack":
+                    log_m = log_r + rng_m.normal(0, v["log_radius_method"])
+                    matched.append({"arch": arch, "seed": s, "method": method,
+                                    "group": "autoattack_radius_accuracy_matched",
+                                    "n_images": 200, "median_radius": math.exp(log_m),
+                                    "epoch": 1, "matched_to": _claims.FAMILY_PAIRS[0][0]})
             u_a = rng.normal(0, v["auroc_model"])
             u_x = {m: rng_o.normal(0, v["auroc_model"]) for m in _EXTRA_AUROC}
             ood_beh.append({"arch": arch, "seed": s, "dataset": "in_distribution", "n": 1000,
@@ -289,7 +308,7 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
     tables = {"topolip_summary": pd.DataFrame(summary), "robustness": pd.DataFrame(robust),
               "ood_topolip_summary": pd.DataFrame(ood_sum),
               "ood_behaviour": pd.DataFrame(ood_beh), "ood_resamples": pd.DataFrame(ood_res),
-              "radius_summary": pd.DataFrame(radii),
+              "radius_summary": pd.DataFrame(radii), "radius_matched": pd.DataFrame(matched),
               "topolip": pd.DataFrame({"bottleneck": [0.1, 0.2], "envelope": [0.5, 0.5]})}
     if smoothness:
         tables["smoothness"] = _claims.smoothness_table(tables["topolip_summary"],

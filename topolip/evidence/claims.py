@@ -570,6 +570,42 @@ def _radius_rows(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[dict]
                               "at equal clean accuracy; the fit uses all models (main models "
                               "only: no sweep points or checkpoints)")
         rows += extra
+    rows += _matched_rows(rs, tables.get("radius_matched"))
+    return rows
+
+
+def _matched_rows(rs: pd.DataFrame, matched: pd.DataFrame | None) -> list[dict]:
+    """The accuracy-matched sensitivity rows (issue 25): per seed, the model of each matched
+    row (``radius_matched``, :mod:`topolip.experiments.matched`: the more accurate side at the
+    epoch nearest the other in validation accuracy) against the other side at its chosen epoch
+    (``radius_summary``), on the APGD-CE + APGD-T median radius, log scale."""
+    if matched is None or not len(matched):
+        return []
+    require_columns(matched, ["arch", "seed", "group", "median_radius", "n_images",
+                              "matched_to", "epoch"], "radius_matched")
+    from topolip.experiments.matched import MATCHED_GROUP_SUFFIX
+
+    m = matched[matched["group"] == "autoattack_radius" + MATCHED_GROUP_SUFFIX]
+    other = rs[rs["group"] == "autoattack_radius"].set_index(["arch", "seed"])
+    points = [m[["arch", "seed", "group", "median_radius", "n_images"]]]
+    for r in m.itertuples(index=False):
+        key = (r.matched_to, int(r.seed))
+        if key in other.index:
+            o = other.loc[key]
+            points.append(pd.DataFrame([{"arch": r.matched_to, "seed": int(r.seed),
+                                         "group": r.group, "median_radius": o["median_radius"],
+                                         "n_images": o["n_images"]}]))
+    p = pd.concat(points, ignore_index=True)
+    rows = _comparison_rows(p, "median_radius", group_col="group", scale="log",
+                            flag_column=None, n_images_col="n_images")
+    epochs = ", ".join(f"{a} seed {int(s)} epoch {int(e)}" for a, s, e in
+                       zip(m["arch"], m["seed"], m["epoch"], strict=True))
+    for r in rows:
+        r["claimed_sign"] = 1
+        r["notes"].append("accuracy held fixed: the more accurate model of each seed at the "
+                          "epoch of its training whose validation accuracy is nearest the "
+                          f"other's chosen epoch ({epochs}), on the APGD-CE + APGD-T median "
+                          "radius; a sensitivity row")
     return rows
 
 
@@ -636,12 +672,13 @@ def smaller_accuracy_drop(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> l
     """Attention is more robust, per family pair: a larger median minimal radius
     (``radius_summary``, log-scale paired t, when given) and a larger effective radius (at
     equal clean accuracy, :func:`effective_radius`), and a smaller accuracy drop under the
-    attack ladder of ``robustness`` at the TopoLip ε and the corruptions of
-    ``topolip_summary`` (raw paired t). A ladder or corruption row where either side's mean
-    (robust or corrupted) accuracy is at the floor or ceiling (:data:`ROBUST_FLOOR`) is
-    :data:`FLOOR_VERDICT`, out of its Holm family. Ladder rows whose verdict changes with
-    attack strength, or whose models failed a gradient-masking check (``masking``, when
-    given), are flagged.
+    attack ladder of ``robustness`` at the TopoLip ε and the corruptions at their TopoLip
+    severity (raw paired t), on the ladder's images too (``robustness``; a corruption that
+    table lacks is read from ``topolip_summary``'s batch). A ladder or corruption row where
+    either side's mean (robust or corrupted) accuracy is at the floor or ceiling
+    (:data:`ROBUST_FLOOR`) is :data:`FLOOR_VERDICT`, out of its Holm family. Ladder rows whose
+    verdict changes with attack strength, or whose models failed a gradient-masking check
+    (``masking``, when given), are flagged.
 
     Options: ``ladder`` (default :data:`topolip.roster.LADDER`), ``strength`` (default
     ``topolip``), ``corruptions`` (default: every kind of ``topolip_summary`` but FGSM and PGD),
@@ -661,13 +698,22 @@ def smaller_accuracy_drop(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> l
     summary = _tables(tables, "topolip_summary")
     kinds = o.get("corruptions") or [k for k in pd.unique(summary["perturbation"])
                                      if k not in ("fgsm", "pgd", *ladder)]
-    corr = summary[summary["perturbation"].isin(kinds)]
-    if len(corr):
-        corr_rows = _comparison_rows(corr, "accuracy_drop", group_col="perturbation",
-                                     scale="raw")
-        if "accuracy_perturbed" in corr:
+    # one image set for the family: a corruption at its TopoLip severity on the ladder's
+    # images (04's curves in ``robustness``) where that table holds it, else on the TopoLip
+    # batch of ``topolip_summary``
+    on_ladder = _at_strength(_tables(tables, o.get("table", "robustness")), kinds,
+                             _attack_strength(claim, tables))
+    rest = [k for k in kinds if k not in set(on_ladder["perturbation"])]
+    corr = summary[summary["perturbation"].isin(rest)]
+    for part, n_col, acc_col in ((on_ladder, "n", "accuracy"),
+                                 (corr, "n_images", "accuracy_perturbed")):
+        if not len(part):
+            continue
+        corr_rows = _comparison_rows(part, "accuracy_drop", group_col="perturbation",
+                                     scale="raw", n_images_col=n_col if n_col in part else None)
+        if acc_col in part:
             # the same floor rule: a corruption that leaves a side no accuracy, or all of it
-            acc = corr.assign(accuracy=corr["accuracy_perturbed"])
+            acc = part.assign(accuracy=part[acc_col])
             for r in corr_rows:
                 r["floor"] = _robust_floor(acc, r["comparison"].split(" vs "), [r["group"]])
         rows += corr_rows

@@ -214,7 +214,9 @@ def rule_castin_worst_case(t: pd.DataFrame, params: Mapping) -> dict:
         r = bad.iloc[0]
         which = "ours" if r["measured"] > r["bound_ours"] * (1 + rtol) else "theirs"
         return _result(m, lo, hi, "inconsistent",
-                       f"{len(bad)} violation(s) of min(our, their) bound, e.g. "
+                       f"{len(bad)} violation(s) of "
+                       + ("min(our, their) bound" if t["bound_theirs"].notna().any()
+                          else "our bound (theirs not computed)") + ", e.g. "
                        f"{roster.label(r['arch'])} "
                        f"seed {r['seed']} head {r['head']} n={r['n']}: measured "
                        f"{r['measured']:.4g} above {which}")

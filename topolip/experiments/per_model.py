@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +21,14 @@ def _describe(spec, config) -> str:
             f"{config.batch_size}, lr {config.lr:g}, weight decay {config.weight_decay:g})")
 
 
-def _train(spec, data, config, results_dir, device, measure):
+def _train(spec, data, config, results_dir, device, measure, keep_epochs=False):
     from topolip.nets.checkpoints import checkpoint_path
     from topolip.nets.train import fit
     from topolip.tasks import task_still_wanted
 
     ckpt = checkpoint_path(results_dir, spec, config, data)
     result = fit(spec, data, config, checkpoint=ckpt, device=device, progress=False,
-                 still_wanted=task_still_wanted)
+                 still_wanted=task_still_wanted, keep_epochs=keep_epochs)
     out = {"checkpoint": str(ckpt), "test_accuracy": result.test_accuracy,
            "train_accuracy": result.train_accuracy, "val_accuracy": result.val_accuracy,
            "best_epoch": result.best_epoch,
@@ -45,7 +45,8 @@ def train_models(jobs: Sequence[tuple[Any, Any]], data: Any, *, results_dir: str
                  runner: TaskRunner | None = None, device: Any = None,
                  measure: Callable[..., Any] | None = None,
                  measure_kwargs: Mapping[str, Any] | None = None,
-                 desc: str = "train") -> list[dict[str, Any]]:
+                 desc: str = "train", keep_epochs: Collection[str] = ()
+                 ) -> list[dict[str, Any]]:
     """Train ``(spec, config)`` jobs as tasks (checkpoints reused); one dict each, in order.
 
     Each task calls :func:`topolip.nets.train.fit` on the checkpoint
@@ -72,6 +73,9 @@ def train_models(jobs: Sequence[tuple[Any, Any]], data: Any, *, results_dir: str
         references.
     desc : str, default="train"
         Label of the progress bar.
+    keep_epochs : collection of str, default=()
+        Architectures whose every epoch's weights are kept beside their checkpoint
+        (``fit(keep_epochs=True)``; ``04_robustness`` reads them for its accuracy-matched pair).
 
     Returns
     -------
@@ -95,7 +99,8 @@ def train_models(jobs: Sequence[tuple[Any, Any]], data: Any, *, results_dir: str
     shared = runner.share(data)
     measure_arg = None if measure is None else (measure, dict(measure_kwargs or {}))
     tasks = [Task(f"train {_describe(spec, config)}", _train,
-                  (spec, shared, config, str(results_dir), device, measure_arg))
+                  (spec, shared, config, str(results_dir), device, measure_arg,
+                   spec.arch in set(keep_epochs)))
              for spec, config in jobs]
     return runner.map(tasks, desc=desc)
 

@@ -5,8 +5,10 @@ model spec, the training configuration and the data), so a changed parameter nev
 stale checkpoint. :func:`save_checkpoint` writes a state atomically with a SHA-256 checksum of
 its content; :func:`read_checkpoint` refuses, naming the file, anything it cannot trust (a
 foreign or truncated file, a flipped bit, NaN weights, an epoch the run cannot have reached);
-:func:`remove_stale_temporaries` clears what an interrupted write left. Training itself, which
-writes and resumes them, is :func:`topolip.nets.train.fit`.
+:func:`remove_stale_temporaries` clears what an interrupted write left. A run may also keep
+each epoch's weights (:func:`epoch_path`, :func:`save_epoch`, :func:`read_epoch`), which the
+accuracy-matched comparison of ``04_robustness`` reads. Training itself, which writes and
+resumes them, is :func:`topolip.nets.train.fit`.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from topolip.io import atomic_write
 from topolip.nets.data.split import ImageSplit
 from topolip.nets.run_spec import ModelSpec, TrainConfig
 
-__all__ = ["FORMAT", "checkpoint_error", "checkpoint_path", "load_weights", "read_checkpoint",
-           "remove_stale_temporaries", "run_identity", "save_checkpoint"]
+__all__ = ["FORMAT", "checkpoint_error", "checkpoint_path", "epoch_path", "load_weights",
+           "read_checkpoint", "read_epoch", "remove_stale_temporaries", "run_identity",
+           "save_checkpoint", "save_epoch"]
 
 #: The checkpoint format (2: a SHA-256 checksum of the state; 3: the best-validation epoch kept).
 FORMAT = 3
@@ -186,6 +189,70 @@ def read_checkpoint(path: Path) -> dict[str, Any]:
                     and not torch.isfinite(t).all()):
                 raise checkpoint_error(path, f"weight {name!r} of its {what} holds NaN/inf values "
                                        "(a diverged run)")
+    return state
+
+
+def epoch_path(checkpoint: str | Path, epoch: int) -> Path:
+    """Where the run of ``checkpoint`` keeps the weights of ``epoch`` (1-based): the folder
+    ``<checkpoint stem>.epochs`` beside it.
+
+    >>> epoch_path("results/quick/models/resnet-seed0-abc.pt", 7).as_posix()
+    'results/quick/models/resnet-seed0-abc.epochs/epoch-007.pt'
+    """
+    ckpt = Path(checkpoint)
+    return ckpt.with_name(f"{ckpt.stem}.epochs") / f"epoch-{int(epoch):03d}.pt"
+
+
+def save_epoch(checkpoint: str | Path, epoch: int, identity: Mapping[str, Any],
+               model_state: Mapping[str, Any], val_accuracy: float | None) -> Path:
+    """Keep the weights after ``epoch`` of the run ``checkpoint`` names (atomically, with a
+    checksum, at :func:`epoch_path`); returns that path."""
+    path = epoch_path(checkpoint, epoch)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {"format": FORMAT, "identity": dict(identity), "epoch": int(epoch),
+             "val_accuracy": val_accuracy, "model": dict(model_state)}
+    state["checksum"] = _checksum(state)
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    atomic_write(path, lambda f: f.write(buf.getvalue()))
+    return path
+
+
+def read_epoch(checkpoint: str | Path, epoch: int) -> dict[str, Any]:
+    """The weights kept after ``epoch`` of the run ``checkpoint`` names (:func:`save_epoch`):
+    a dict with ``epoch``, ``val_accuracy`` and ``model`` (a state dict).
+
+    Raises
+    ------
+    FileNotFoundError
+        If the run kept no weights for that epoch (trained without ``keep_epochs``).
+    ValueError
+        Naming the file, if it cannot be read, its checksum does not match, it belongs to
+        another run than ``checkpoint`` (when that file exists) or another epoch, or a weight
+        is not finite.
+    """
+    path = epoch_path(checkpoint, epoch)
+    if not path.exists():
+        raise FileNotFoundError(f"no weights of epoch {epoch} kept for {checkpoint} (looked for "
+                                f"{path}); train with keep_epochs to keep them")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a truncated or foreign file: say which one
+        raise ValueError(f"cannot read epoch weights {path}: {exc}") from exc
+    keys = {"format", "identity", "epoch", "val_accuracy", "model", "checksum"}
+    if not isinstance(state, dict) or set(state) != keys or state["format"] != FORMAT:
+        raise checkpoint_error(path, "it is not a topolip epoch snapshot of format "
+                                     f"{FORMAT}")
+    if state["checksum"] != _checksum(state):
+        raise checkpoint_error(path, "its checksum does not match its content (a damaged file)")
+    if state["epoch"] != int(epoch):
+        raise checkpoint_error(path, f"it holds epoch {state['epoch']!r}, not {epoch}")
+    ckpt = Path(checkpoint)
+    if ckpt.exists() and read_checkpoint(ckpt)["identity"] != state["identity"]:
+        raise checkpoint_error(path, f"it belongs to another run than {ckpt}")
+    for name, t in state["model"].items():
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and not torch.isfinite(t).all():
+            raise checkpoint_error(path, f"weight {name!r} holds NaN/inf values")
     return state
 
 

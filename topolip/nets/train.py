@@ -32,6 +32,7 @@ from topolip.nets.checkpoints import (
     remove_stale_temporaries,
     run_identity,
     save_checkpoint,
+    save_epoch,
 )
 from topolip.nets.data.split import ImageSplit
 from topolip.nets.run_spec import ModelSpec, TrainConfig
@@ -337,6 +338,7 @@ def fit(
     on_epoch_end: Callable[[int], None] | None = None,
     channels_last: bool | None = None,
     still_wanted: Callable[[], bool] | None = None,
+    keep_epochs: bool = False,
 ) -> TrainResult:
     """Train ``spec`` on ``data.x_train`` and report clean test accuracy, resuming if possible.
 
@@ -372,6 +374,11 @@ def fit(
         :func:`prefers_channels_last` (the conv stack on the CPU). The same numbers up to
         float32 rounding, so a checkpoint resumes in either format; the returned model stays
         in that format.
+    keep_epochs : bool, default=False
+        Also keep every epoch's weights beside the checkpoint
+        (:func:`topolip.nets.checkpoints.save_epoch`, written before the epoch's checkpoint, so
+        a resumed run has them all); needs ``checkpoint``. A finished run is not retrained
+        for them.
 
     Returns
     -------
@@ -380,10 +387,13 @@ def fit(
     Raises
     ------
     ValueError
-        If the checkpoint belongs to another spec, configuration or data set, cannot be read,
-        or fails its integrity checks (checksum, finite weights, possible epoch); the message
-        names the file. Stale ``*.tmp`` files of an interrupted write are removed first.
+        If ``keep_epochs`` is set without ``checkpoint``; if the checkpoint belongs to another
+        spec, configuration or data set, cannot be read, or fails its integrity checks
+        (checksum, finite weights, possible epoch); the message names the file. Stale
+        ``*.tmp`` files of an interrupted write are removed first.
     """
+    if keep_epochs and checkpoint is None:
+        raise ValueError("keep_epochs needs a checkpoint: the epochs' weights are kept beside it")
     device = torch.device(device) if device is not None else default_device()
     torch.manual_seed(config.seed)
     model = spec.build().to(device)
@@ -485,6 +495,8 @@ def fit(
         bar.set_postfix(loss=f"{loss_sum / n:.3f}", acc=f"{correct / n:.3f}",
                         **({} if val_acc is None else {"val": f"{val_acc:.3f}"}))
         _abandon_if_unwanted(still_wanted, spec, epoch + 1)
+        if keep_epochs:  # before the checkpoint: a run resumed after epoch k has 1..k kept
+            save_epoch(ckpt, epoch + 1, identity, model.state_dict(), val_acc)
         if ckpt is not None:
             save_checkpoint(ckpt, {"format": FORMAT, "identity": identity, "epoch": epoch + 1,
                                    "model": model.state_dict(), "optimizer": opt.state_dict(),

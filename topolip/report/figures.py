@@ -26,7 +26,7 @@ import pandas as pd
 import seaborn as sns
 
 from topolip import roster
-from topolip.report.format import ARCH_COLORS, ARCH_DASHES, ARCH_MARKERS
+from topolip.report.format import ARCH_COLORS, ARCH_DASHES, ARCH_MARKERS, shown_kind
 from topolip.schema import require_columns
 
 __all__ = [
@@ -119,7 +119,8 @@ _KIND_SHORT = {"autoattack": "APGD-CE+T", "fgsm_radius": "FGSM",
 #: Short names of the radius groups in the verdict figure (their panel names the radius).
 _GROUP_SHORT = {"autoattack_radius": "median radius, APGD-CE+T",
                 "fgsm_radius": "median radius, FGSM",
-                "effective_radius": "median radius at equal clean accuracy"}
+                "effective_radius": "median radius at equal clean accuracy",
+                "autoattack_radius_accuracy_matched": "median radius, accuracy-matched epoch"}
 
 #: Measures whose values are fractions in [0, 1] (accuracies, AUROC, accuracy drops); the
 #: difference of two lies in [-1, 1] (:func:`plot_verdicts` clips its intervals there).
@@ -861,7 +862,8 @@ def plot_sweep(table: pd.DataFrame, arch: str, *,
     measures : tuple of 2 str
         TopoLip columns of the first two panels (log scale, dashed line at 1).
     perturbation : str, optional
-        With rows for several perturbation kinds, draw this one (default: the first kind).
+        With rows for several perturbation kinds, draw this one (default: the kind with the
+        fewest rows within the noise floor, :func:`topolip.report.format.shown_kind`).
     profile_note : str, optional
         The profile the data came from, written under the panels.
 
@@ -894,7 +896,7 @@ def plot_sweep(table: pd.DataFrame, arch: str, *,
     _require(table, ["arch", "parameter", "value", "value_numeric", "seed", "test_accuracy",
                      *measures], "table")
     if "perturbation" in table and table["perturbation"].nunique() > 1:
-        kind = perturbation if perturbation is not None else table["perturbation"].iloc[0]
+        kind = perturbation if perturbation is not None else shown_kind(table)
         table = table[table["perturbation"] == kind]
     part = table[table["arch"] == arch]
     if part.empty:
@@ -949,7 +951,8 @@ def plot_size_sweep(table: pd.DataFrame, *, measure: str = "end_to_end_scale_fre
     response : str, default="accuracy_drop"
         The robustness column of the right panel.
     perturbation : str, optional
-        With rows for several kinds, draw this one (default: the first kind).
+        With rows for several kinds, draw this one (default: the kind with the fewest rows
+        within the noise floor, :func:`topolip.report.format.shown_kind`).
     profile_note : str, optional
         The profile the data came from, written under the panels.
 
@@ -977,7 +980,7 @@ def plot_size_sweep(table: pd.DataFrame, *, measure: str = "end_to_end_scale_fre
     if table.empty:
         raise ValueError("table has no rows")
     if "perturbation" in table and table["perturbation"].nunique() > 1:
-        kind = perturbation if perturbation is not None else table["perturbation"].iloc[0]
+        kind = perturbation if perturbation is not None else shown_kind(table)
         table = table[table["perturbation"] == kind]
     points = (table.groupby(["arch", "parameters"], sort=False)[[measure, response]].mean()
               .reset_index())

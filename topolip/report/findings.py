@@ -14,6 +14,7 @@ imports torch, is not used here; ``train_findings`` takes its table as an input.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,12 +24,12 @@ import numpy as np
 import pandas as pd
 
 from topolip import roster
-from topolip.report.format import arch_label, arch_ranking, glue_text
+from topolip.report.format import arch_label, arch_ranking, glue_text, shown_kind
 from topolip.schema import require_columns
 
 __all__ = [
-    "bounds_findings", "compare_findings", "learner_findings", "measures_findings",
-    "ood_findings",
+    "bounds_findings", "compare_findings", "learner_findings", "matched_findings",
+    "measures_findings", "ood_findings",
     "primary_choices", "radius_findings", "robustness_findings", "sweeps_findings",
     "theory_findings",
     "topolip_findings", "train_findings", "verdict_findings",
@@ -587,8 +588,9 @@ def ood_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]:
 def sweeps_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]:
     """What ``07_sweeps`` glues, from ``sweeps``.
 
-    Everything but ``sw-kinds`` and ``sw-n-models`` is read at the first kind of
-    ``sweep_perturbations``.
+    Everything but ``sw-kinds``, ``sw-floor-shares`` and ``sw-n-models`` is read at the kind of
+    ``sweep_perturbations`` with the fewest rows within the noise floor
+    (:func:`topolip.report.format.shown_kind`, the kind the figures draw).
 
     Parameters
     ----------
@@ -603,7 +605,9 @@ def sweeps_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]
     dict
         ``sw-trends`` (per architecture and swept parameter: whether the mean end-to-end
         scale-free TopoLip rises, falls or is not monotone, first to last value),
-        ``sw-kind``, ``sw-kinds``, ``sw-n-points``, ``sw-n-robust``, ``sw-n-models``
+        ``sw-kind``, ``sw-kinds``, ``sw-floor-shares`` (per kind, the share of sweep rows whose
+        input displacement lies within the noise floor; "not measured" without the flags),
+        ``sw-n-points``, ``sw-n-robust``, ``sw-n-models``
         (distinct checkpoints), ``sw-epochs``, ``sw-max-span-arch`` and ``sw-max-span``
         (largest max / min over one architecture's models), ``sw-ranges``,
         ``sw-median-span`` (largest / smallest architecture median), ``sw-size-tau``
@@ -614,7 +618,7 @@ def sweeps_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]
     _params(params, ("sweep_perturbations", "n_points", "n_robust", "sweep_epochs"),
             "07_sweeps")
     table = _frames(tables, ("sweeps",))["sweeps"]
-    kind = next(iter(params["sweep_perturbations"]))
+    kind = shown_kind(table, list(params["sweep_perturbations"]))
     shown = table[table["perturbation"] == kind]
     means = shown.groupby(["arch", "parameter", "value_numeric"], sort=False)[
         ["end_to_end_scale_free", "test_accuracy"]].mean()
@@ -632,6 +636,14 @@ def sweeps_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]
     f["sw-kind"] = glue_text(roster.label(kind), "{}")
     f["sw-kinds"] = glue_text(" and ".join(roster.label(k)
                                            for k in params["sweep_perturbations"]), "{}")
+    if "end_to_end_flag" in table:
+        within = table["end_to_end_flag"].fillna("").astype(str).str.len() > 0
+        share = within.groupby(table["perturbation"]).mean()
+        f["sw-floor-shares"] = glue_text("; ".join(
+            f"{roster.label(k)} {100 * share[k]:.0f}%" for k in params["sweep_perturbations"]
+            if k in share), "{}")
+    else:
+        f["sw-floor-shares"] = glue_text("not measured", "{}")
     f["sw-n-points"] = glue_text(params["n_points"], "{}")
     f["sw-n-robust"] = glue_text(max(params["n_robust"], params["n_points"]), "{}")
     f["sw-n-models"] = glue_text(table["checkpoint"].nunique(), "{}")
@@ -732,6 +744,77 @@ def radius_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]
     else:
         f["rd-eff-slope"] = glue_text("no fit (fewer than three models)", "{}")
         f["rd-eff-ranking"] = glue_text("no fit (fewer than three models)", "{}")
+    return f
+
+
+def _log_ratio(a: float, b: float) -> float:
+    """log(a / b), NaN unless both are positive and finite (a radius of 0 or not found)."""
+    ok = all(math.isfinite(v) and v > 0 for v in (a, b))
+    return math.log(a / b) if ok else math.nan
+
+
+def matched_findings(radius_summary: pd.DataFrame, radius_matched: pd.DataFrame
+                     ) -> dict[str, str]:
+    """What ``04_robustness`` glues about the accuracy-matched pair
+    (:mod:`topolip.experiments.matched`), on the APGD-CE + APGD-T median radius.
+
+    Parameters
+    ----------
+    radius_summary, radius_matched : pandas.DataFrame
+        ``radius_summary.csv`` (every model at its chosen epoch) and ``radius_matched.csv``.
+
+    Returns
+    -------
+    dict
+        ``rd-matched-n`` (seeds matched), ``rd-matched-epochs`` (per seed, the model matched,
+        its epoch and validation accuracy against the other's; "none" without rows),
+        ``rd-matched-ratio`` and ``rd-chosen-ratio`` (geometric mean over the matched seeds of
+        the attention model's median radius over the convolution model's, matched and at the
+        chosen epochs; "not measured" without rows).
+
+    A seed whose median radius is 0 or not found on either side is left out of the ratios.
+
+    Examples
+    --------
+    >>> rs = pd.DataFrame({"arch": ["vit", "resnet"], "seed": 0, "method": "autoattack",
+    ...                    "median_radius": [0.01, 0.04]})
+    >>> m = pd.DataFrame({"arch": ["resnet"], "seed": [0], "method": ["autoattack"],
+    ...                   "median_radius": [0.02], "epoch": [3], "val_accuracy": [0.95],
+    ...                   "matched_to": ["vit"], "target_val_accuracy": [0.96]})
+    >>> f = matched_findings(rs, m)
+    >>> f["rd-matched-epochs"], f["rd-matched-ratio"], f["rd-chosen-ratio"]
+    ('seed 0: the ResNet at epoch 3 (validation 0.950, the ViT 0.960)', '0.50', '0.25')
+    """
+    require_columns(radius_summary, ["arch", "seed", "method", "median_radius"],
+                    "radius_summary")
+    require_columns(radius_matched, ["arch", "seed", "method", "median_radius", "epoch",
+                                     "val_accuracy", "matched_to", "target_val_accuracy"],
+                    "radius_matched")
+    m = radius_matched[radius_matched["method"] == "autoattack"]
+    chosen = radius_summary[radius_summary["method"] == "autoattack"].set_index(
+        ["arch", "seed"])["median_radius"].astype(float)
+    attention = {a for a, _ in roster.family_pairs()}
+    parts, matched, base = [], [], []
+    for r in m.itertuples(index=False):
+        seed, other = int(r.seed), (r.matched_to, int(r.seed))
+        parts.append(f"seed {seed}: the {arch_label(r.arch)} at epoch {int(r.epoch)} "
+                     f"(validation {float(r.val_accuracy):.3f}, the {arch_label(r.matched_to)} "
+                     f"{float(r.target_val_accuracy):.3f})")
+        if other not in chosen.index:
+            continue
+        mine, theirs = float(r.median_radius), float(chosen.loc[other])
+        att_m, conv_m = (mine, theirs) if r.arch in attention else (theirs, mine)
+        att_c, conv_c = (float(chosen.loc[(r.arch, seed)]), theirs) if r.arch in attention \
+            else (theirs, float(chosen.loc[(r.arch, seed)]))
+        matched.append(_log_ratio(att_m, conv_m))
+        base.append(_log_ratio(att_c, conv_c))
+    f = {"rd-matched-n": glue_text(len(m), "{}"),
+         "rd-matched-epochs": glue_text("; ".join(parts) or "none", "{}")}
+    ok = [(a, b) for a, b in zip(matched, base, strict=True) if math.isfinite(a + b)]
+    f["rd-matched-ratio"] = glue_text(math.exp(np.mean([a for a, _ in ok])) if ok
+                                      else "not measured", "{:.2f}" if ok else "{}")
+    f["rd-chosen-ratio"] = glue_text(math.exp(np.mean([b for _, b in ok])) if ok
+                                     else "not measured", "{:.2f}" if ok else "{}")
     return f
 
 

@@ -24,7 +24,7 @@ __all__ = [
     "ARCH_COLORS", "ARCH_DASHES", "ARCH_LABELS", "ARCH_MARKERS", "KIND_LABELS", "MISSING",
     "arch_label", "arch_ranking", "comparison_label", "format_interval", "format_value",
     "glue_all", "glue_number", "glue_text", "masking_check_label",
-    "show_parameters", "show_table",
+    "show_parameters", "show_table", "shown_kind",
 ]
 
 #: Human names of the architectures (``arch`` values of every table), read from the roster.
@@ -95,6 +95,53 @@ def arch_ranking(values: pd.Series, fmt: str = "{:.3g}", *, sep: str = " < ",
     row = values.dropna().sort_values()
     return sep.join(item.format(label=arch_label(a), value=fmt.format(v))
                     for a, v in row.items())
+
+
+def shown_kind(table: pd.DataFrame, kinds=None) -> str:
+    """The perturbation kind a figure or sentence of a table with several kinds shows.
+
+    Of ``kinds`` (default: the table's ``perturbation`` values, in order of appearance), the one
+    with the smallest share of rows whose input displacement lies within the noise floor (a
+    non-empty ``end_to_end_flag``), ties to the first: a kind whose rows are mostly within the
+    floor reads ratios of sampling noise (07's sweeps under FGSM at the quick budget). Without
+    an ``end_to_end_flag`` column, the first kind.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Rows with a ``perturbation`` column (``sweeps.csv``, ``topolip_summary.csv``).
+    kinds : sequence of str, optional
+        The candidate kinds, in order of preference on ties.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        If ``table`` has no ``perturbation`` column, or no row of any of ``kinds``.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"perturbation": ["fgsm", "fgsm", "gaussian_noise", "gaussian_noise"],
+    ...                   "end_to_end_flag": ["input displacement within the noise floor", "",
+    ...                                       None, ""]})
+    >>> shown_kind(t), shown_kind(t.drop(columns="end_to_end_flag"))
+    ('gaussian_noise', 'fgsm')
+    """
+    if "perturbation" not in table:
+        raise ValueError("the table has no perturbation column")
+    present = list(dict.fromkeys(table["perturbation"]))
+    candidates = [k for k in (present if kinds is None else kinds) if k in present]
+    if not candidates:
+        raise ValueError(f"the table has no rows of the kinds {list(kinds or [])}; it has "
+                         f"{present}")
+    if "end_to_end_flag" not in table:
+        return candidates[0]
+    flagged = table["end_to_end_flag"].fillna("").astype(str).str.len() > 0
+    share = flagged.groupby(table["perturbation"]).mean()
+    return min(candidates, key=lambda k: (float(share[k]), candidates.index(k)))
 
 
 def comparison_label(comparison: str, group: str) -> str:
