@@ -229,6 +229,32 @@ def test_floor_rule_marks_ladder_rows_at_the_floor_or_ceiling(vit_acc, resnet_ac
         assert r["p_adjusted"] >= r["pvalue"]
 
 
+@pytest.mark.parametrize("accs, floored", [
+    ((0.0, 0.5, 0.6), True), ((0.5, 0.99, 0.6), True), ((0.03, 0.5, 0.97), False)])
+def test_floor_rule_reads_each_model_not_the_mean(accs, floored):
+    # one seed's ViT at 0 robust accuracy: its paired difference is censored, so the row is
+    # not informative although the side's mean (0.37) is far from the floor
+    drops = {(a, k): [0.3, 0.35, 0.32] for a in ("vit", "resnet")
+             for k in ("fgsm", "pgd", "autoattack")}
+    drops[("resnet", "autoattack")] = [0.1, 0.12, 0.11]
+    rob = _robustness(drops)
+    at = (rob["perturbation"] == "autoattack") & (rob["strength"] > 0)
+    for s, a in zip(sorted(rob["seed"].unique()), accs, strict=True):
+        rob.loc[at & (rob["arch"] == "vit") & (rob["seed"] == s), "accuracy"] = a
+    rob.loc[at & (rob["arch"] == "resnet"), "accuracy"] = 0.6
+    c = Claim("robust", "x", "t", "smaller_accuracy_drop", {},
+              {"comparison": "vit vs resnet", "group": "fgsm"})
+    r = evaluate([c], {"robustness": rob, "topolip_summary": _topolip_eps()}).set_index(
+        "group").loc["autoattack"]
+    if floored:
+        assert r["verdict"] == FLOOR_VERDICT and math.isnan(r["p_adjusted"])
+        bound = "floor (≤ 0.02)" if min(accs) <= 0.02 else "ceiling (≥ 0.98)"
+        assert f"the ViT's robust accuracy under APGD-CE + APGD-T is at the {bound} for 1 " \
+               f"of its 3 seeds (mean {np.mean(accs):.3g})" in r["flag"]
+    else:
+        assert r["verdict"] != FLOOR_VERDICT and "floor/ceiling" not in r["flag"]
+
+
 def test_floor_rule_covers_the_corruption_rows():
     drops = {(a, k): [0.3, 0.35, 0.32] for a in ("vit", "resnet")
              for k in ("fgsm", "pgd", "autoattack")}

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 __all__ = [
     "ARCHS", "ARCH_FAMILIES", "BUDGET_KIND", "CLAIM_TITLES", "GROUPS", "KINDS", "KIND_FAMILIES",
-    "DATASETS", "LADDER", "MEASURE_LABELS", "OOD_DETECTORS", "OOD_SETS", "Arch", "Dataset",
+    "DATASETS", "LADDER", "MATCHED_GROUP_SUFFIX", "MEASURE_LABELS", "OOD_DETECTORS", "OOD_SETS",
+    "Arch", "Dataset",
     "Group", "Kind", "OODSet", "UnknownName", "arch", "arch_label", "arch_names", "claim_title",
     "dataset", "dataset_names", "family_pairs", "group",
     "kind", "kind_label", "kind_names", "label", "measure_label", "ood_names", "ood_set",
@@ -202,6 +203,10 @@ OOD_DETECTORS: dict[str, str] = {"max_softmax": "auroc", "max_logit": "auroc_max
 #: eps at which 04_robustness runs Square and the PGD steps check, and its findings read the
 #: ladder (a rule of :mod:`topolip.pipeline.param_schema`: the profile must measure it).
 BUDGET_KIND = "pgd"
+
+#: Appended to a radius group (``autoattack_radius``) for 04's accuracy-matched pair
+#: (:mod:`topolip.experiments.matched`, the claims' ``radius_matched`` rows).
+MATCHED_GROUP_SUFFIX = "_accuracy_matched"
 
 #: Other labelled values of the tables' group columns.
 GROUPS: tuple[Group, ...] = (

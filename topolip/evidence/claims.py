@@ -15,8 +15,8 @@ secondary's Holm-adjusted one) is below ``alpha``, with at least
 seed pairs; otherwise it is *inconclusive* (or *not enough seeds*; *noise floor* where the seed
 pairs were there but the noise floor dropped them; *description* for a family that cannot
 decide at the run's seed count; *floor/ceiling*, untested and out of its Holm family, for a
-fixed-budget robustness row where a side's mean robust accuracy is at most 0.02 or at least
-0.98, :data:`ROBUST_FLOOR`). Architectures are compared
+fixed-budget robustness row where a model of either side has a robust accuracy at most 0.02
+or at least 0.98, :data:`ROBUST_FLOOR`). Architectures are compared
 by a paired t on the per-seed differences (:func:`topolip.evidence.stats.paired_t`), on the log
 scale
 for TopoLip (the effect is then a ratio), raw for accuracy drops and AUROCs; a TopoLip pair is
@@ -65,9 +65,10 @@ FLAG_COLUMN = "end_to_end_flag"
 #: ceiling (:data:`ROBUST_FLOOR`): never decided, out of its Holm family.
 FLOOR_VERDICT = "floor/ceiling"
 
-#: A side whose mean robust accuracy over its seeds is at most the first or at least the second
-#: (share of the images at that ε) is at the floor or the ceiling: its accuracy drop there is
-#: its clean accuracy (or nothing), so the comparison says nothing about robustness.
+#: A model whose robust accuracy is at most the first or at least the second (share of the
+#: images at that ε) is at the floor or the ceiling: its accuracy drop there is its clean
+#: accuracy (or nothing), so a comparison with such a model on either side says nothing about
+#: robustness (:func:`_robust_floor`).
 ROBUST_FLOOR: tuple[float, float] = (0.02, 0.98)
 
 _KEYS = ("id", "statement", "source", "check")
@@ -528,18 +529,34 @@ def _masking_flags(rows: list[dict], tables: Mapping[str, pd.DataFrame],
 
 
 def _robust_floor(robust: pd.DataFrame, archs: Sequence[str], kinds: Sequence[str]) -> str:
-    """Why a comparison of ``archs`` under ``kinds`` is not informative: the sides whose mean
-    robust accuracy over their seeds is at the floor or ceiling (:data:`ROBUST_FLOOR`); ""
-    when none is."""
+    """Why a comparison of ``archs`` under ``kinds`` is not informative: the sides with a model
+    (one seed) whose robust accuracy is at the floor or ceiling (:data:`ROBUST_FLOOR`); ""
+    when none is.
+
+    The model is the unit: one seed's model at 0 robust accuracy makes its paired difference a
+    censored number (its drop is its clean accuracy, whatever more the attack could take), so a
+    side is at the floor when any of its models is, not only when their mean is. Dropping such
+    pairs instead would select the pairs by the outcome; the row is left untested.
+    """
     lo, hi = ROBUST_FLOOR
     out = []
     for kind in kinds:
         for arch in archs:
             acc = robust.loc[(robust["perturbation"] == kind) & (robust["arch"] == arch),
                              "accuracy"].astype(float)
-            if len(acc) and (acc.mean() <= lo or acc.mean() >= hi):
+            low, high = int((acc <= lo).sum()), int((acc >= hi).sum())
+            if not len(acc) or not (low or high):
+                continue
+            mean = acc.mean()
+            if mean <= lo or mean >= hi:
                 out.append(f"the {label(arch)}'s robust accuracy under {label(kind)} is "
-                           f"{acc.mean():.3g} ({'floor' if acc.mean() <= lo else 'ceiling'})")
+                           f"{mean:.3g} ({'floor' if mean <= lo else 'ceiling'})")
+                continue
+            which = [f"at the floor (≤ {lo:g}) for {low}" if low else "",
+                     f"at the ceiling (≥ {hi:g}) for {high}" if high else ""]
+            out.append(f"the {label(arch)}'s robust accuracy under {label(kind)} is "
+                       + " and ".join(w for w in which if w)
+                       + f" of its {len(acc)} seeds (mean {mean:.3g})")
     return "; ".join(out)
 
 
@@ -583,9 +600,7 @@ def _matched_rows(rs: pd.DataFrame, matched: pd.DataFrame | None) -> list[dict]:
         return []
     require_columns(matched, ["arch", "seed", "group", "median_radius", "n_images",
                               "matched_to", "epoch"], "radius_matched")
-    from topolip.experiments.matched import MATCHED_GROUP_SUFFIX
-
-    m = matched[matched["group"] == "autoattack_radius" + MATCHED_GROUP_SUFFIX]
+    m = matched[matched["group"] == "autoattack_radius" + roster.MATCHED_GROUP_SUFFIX]
     other = rs[rs["group"] == "autoattack_radius"].set_index(["arch", "seed"])
     points = [m[["arch", "seed", "group", "median_radius", "n_images"]]]
     for r in m.itertuples(index=False):
@@ -675,9 +690,9 @@ def smaller_accuracy_drop(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> l
     attack ladder of ``robustness`` at the TopoLip ε and the corruptions at their TopoLip
     severity (raw paired t), on the ladder's images too (``robustness``; a corruption that
     table lacks is read from ``topolip_summary``'s batch). A ladder or corruption row where
-    either side's mean (robust or corrupted) accuracy is at the floor or ceiling
-    (:data:`ROBUST_FLOOR`) is :data:`FLOOR_VERDICT`, out of its Holm family. Ladder rows whose
-    verdict changes with attack strength, or whose models failed a gradient-masking check
+    a model of either side (one seed) has a robust (or corrupted) accuracy at the floor or
+    ceiling (:data:`ROBUST_FLOOR`) is :data:`FLOOR_VERDICT`, out of its Holm family. Ladder
+    rows whose verdict changes with attack strength, or whose models failed a gradient-masking check
     (``masking``, when given), are flagged.
 
     Options: ``ladder`` (default :data:`topolip.roster.LADDER`), ``strength`` (default

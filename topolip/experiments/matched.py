@@ -16,13 +16,10 @@ from typing import Any
 
 import pandas as pd
 
+from topolip.roster import MATCHED_GROUP_SUFFIX
 from topolip.schema import frame, require_columns
 
-__all__ = ["MATCHED_GROUP_SUFFIX", "accuracy_matched_epochs", "matched_radii_trained",
-           "matched_summary"]
-
-#: Appended to a radius group (``autoattack_radius``) for the accuracy-matched comparison.
-MATCHED_GROUP_SUFFIX = "_accuracy_matched"
+__all__ = ["accuracy_matched_epochs", "matched_radii_trained", "matched_summary"]
 
 
 def accuracy_matched_epochs(models: pd.DataFrame, training: pd.DataFrame,
@@ -132,8 +129,8 @@ def matched_summary(radii: pd.DataFrame | None, matched: pd.DataFrame) -> pd.Dat
     """``radius_matched.csv``: :func:`topolip.experiments.radii.radius_summary` of the matched
     models' radii with their epoch and the accuracies matched (the columns of
     :func:`accuracy_matched_epochs`, less ``checkpoint``), ``group`` suffixed
-    :data:`MATCHED_GROUP_SUFFIX`, in the columns of its schema (``topolip.schema``); no row
-    when ``radii`` is None or empty (nothing matched).
+    :data:`topolip.roster.MATCHED_GROUP_SUFFIX`, in the columns of its schema
+    (``topolip.schema``); no row when ``radii`` is None or empty (nothing matched).
 
     Raises
     ------
