@@ -1,6 +1,8 @@
 """Training: seeded, resumable after an interruption (bit for bit), checkpoints atomic."""
 
 import math
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -239,6 +241,11 @@ def test_kept_epochs_hold_each_epochs_weights_and_survive_a_resume(tmp_path, dat
         fit(SPEC, data, RECIPE, checkpoint=ckpt, device="cpu", progress=False,
             keep_epochs=True, on_epoch_end=stop_after_two)
     assert [epoch_path(ckpt, e).exists() for e in (1, 2, 3)] == [True, True, False]
+    # a writer killed while keeping epoch 3 left its temporary: the resume removes it
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    left = epoch_path(ckpt, 3).with_name(f".epoch-003.pt.{int(dead.stdout)}.ab12cd34.tmp")
+    left.write_bytes(b"half")
     result = fit(SPEC, data, RECIPE, checkpoint=ckpt, device="cpu", progress=False,
                  keep_epochs=True)
     assert result.resumed_from_epoch == 2
@@ -252,6 +259,7 @@ def test_kept_epochs_hold_each_epochs_weights_and_survive_a_resume(tmp_path, dat
     chosen = read_epoch(ckpt, result.best_epoch)["model"]
     for name, t in result.model.state_dict().items():  # the chosen epoch is one of them
         assert torch.equal(chosen[name], t), name
+    assert not left.exists() and not list(left.parent.glob("*.tmp"))
     with pytest.raises(FileNotFoundError, match="no weights of epoch 4"):
         read_epoch(ckpt, 4)
     path = epoch_path(ckpt, 1)

@@ -206,9 +206,12 @@ def epoch_path(checkpoint: str | Path, epoch: int) -> Path:
 def save_epoch(checkpoint: str | Path, epoch: int, identity: Mapping[str, Any],
                model_state: Mapping[str, Any], val_accuracy: float | None) -> Path:
     """Keep the weights after ``epoch`` of the run ``checkpoint`` names (atomically, with a
-    checksum, at :func:`epoch_path`); returns that path."""
+    checksum, at :func:`epoch_path`); returns that path. What an interrupted write of the
+    same file left is removed first (:func:`remove_stale_temporaries`): a resumed run rewrites
+    the epoch it was killed in."""
     path = epoch_path(checkpoint, epoch)
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path)
     state = {"format": FORMAT, "identity": dict(identity), "epoch": int(epoch),
              "val_accuracy": val_accuracy, "model": dict(model_state)}
     state["checksum"] = _checksum(state)
