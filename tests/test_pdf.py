@@ -135,11 +135,19 @@ def _printed(word: str, words: set[str]) -> bool:
     True
     >>> _printed("(scale-free)", {"(scale-"})
     False
+
+    pdftotext may also join the two pieces and drop the hyphen at the break ("(scalefree)"):
+
+    >>> _printed("(scale-free)", {"(scalefree)"})
+    True
     """
     if word in words:
         return True
     pieces = re.findall(r"[^-]*-|[^-]+$", word)
-    return len(pieces) > 1 and all(piece in words for piece in pieces)
+    joined = {"".join(p if i != k else p[:-1] for i, p in enumerate(pieces))
+              for k in range(len(pieces) - 1)}
+    return len(pieces) > 1 and (all(piece in words for piece in pieces)
+                                or bool(joined & words))
 
 
 def pdf_problems(pdf: Path, html: Path, docs: list[Path]) -> list[str]:
