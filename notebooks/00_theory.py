@@ -238,9 +238,9 @@ show_parameters(params)
 #    \|A_h\|_2 &= \|W^{Q,h}\|_2^2/\sqrt{d_h}.
 #    \end{aligned} $$
 #
-# (We did not have the paper's text at hand: this is the theorem as we read it, the query
-# weight entering squared through $A_h$ as scaling $W^Q\to\alpha W^Q$ requires; the check below
-# tests it numerically.) `topolip.bounds.attention.L2SelfAttention` implements this layer so the bound has
+# (The tools this companion was built with reached the paper's abstract, not its theorem's
+# text: this is the theorem as we read it, the query weight entering squared through $A_h$ as
+# scaling $W^Q\to\alpha W^Q$ requires; the check below tests it numerically.) `topolip.bounds.attention.L2SelfAttention` implements this layer so the bound has
 # something to apply to.
 
 # %% [markdown]

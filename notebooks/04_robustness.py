@@ -269,8 +269,8 @@ show_table(attack_ladder_table(ladder), digits=2, na_reason="one seed: no spread
 # {glue:text}`rd-matched-epochs`. The ViT's median radius over the ResNet's, geometric mean
 # over the {glue:text}`rd-matched-n` matched seeds, is {glue:text}`rd-matched-ratio` at
 # matched accuracy, against {glue:text}`rd-chosen-ratio` at the chosen epochs. It is a
-# secondary row of the robustness claim in {doc}`08_verdict` (group "autoattack radius
-# accuracy matched"). An earlier epoch is also a model earlier in its schedule, not only a less
+# secondary row of the robustness claim in {doc}`08_verdict` (the row "median minimal radius
+# (APGD-CE + APGD-T), accuracy-matched epoch"). An earlier epoch is also a model earlier in its schedule, not only a less
 # accurate one, so this row holds accuracy fixed but not training time.
 #
 # ```{glue:figure} fig-effective-robustness
@@ -288,8 +288,8 @@ show_table(attack_ladder_table(ladder), digits=2, na_reason="one seed: no spread
 # ## Gradient masking
 #
 # A model can look robust to a gradient attack because its gradients are useless (masked or
-# obfuscated), not because it is robust (Athalye et al. 2018). Every model is put through the
-# sanity checks of Carlini et al. (2019, arXiv:1902.06705), each with a slack of
+# obfuscated), not because it is robust {cite:p}`athalye2018obfuscated`. Every model is put
+# through the sanity checks of {cite:t}`carlini2019evaluating`, each with a slack of
 # {glue:text}`rb-tolerance` in accuracy for the attacks' randomness (random starts, final
 # iterates), against which masked gradients move accuracy by tens of points:
 # the accuracy of each attack does not rise with $\varepsilon$; a PGD of

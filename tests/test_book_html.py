@@ -381,3 +381,23 @@ def test_built_book_shows_no_raw_identifier():
     root = Path(__file__).resolve().parents[1]
     leaks = identifier_leaks(HTML, raw_identifiers(root), ALLOWED_IDENTIFIERS)
     assert not leaks, "\n".join(f"{p}: {n!r} in ...{t}..." for p, n, t in leaks)
+
+
+def test_bibliography_prints_each_title_in_its_authors_casing():
+    # pybtex's styles lower-case a title after its first letter unless it is braced ("The
+    # lipschitz constant of self-attention"); the references are printed by sphinxcontrib-bibtex
+    # with its default formatting style, alpha
+    from pybtex.database import parse_file
+    from pybtex.plugin import find_plugin
+
+    root = Path(__file__).resolve().parents[1]
+    bib = parse_file(root / "book/references.bib")
+    style = find_plugin("pybtex.style.formatting", "alpha")()
+    lost = []
+    for entry in style.format_bibliography(bib):
+        printed = entry.text.render_as("text")
+        title = bib.entries[entry.key].fields["title"]
+        title = title.replace("{", "").replace("}", "").replace("--", "\N{EN DASH}")
+        if title not in printed:
+            lost.append(f"{entry.key}: {printed}")
+    assert not lost, "\n".join(lost)
