@@ -361,3 +361,57 @@ def test_the_simulated_kinds_are_those_the_profiles_measure(profile):
     path = Path(__file__).resolve().parents[1] / "data" / "profiles" / f"{profile}.yml"
     measured = yaml.safe_load(path.read_text())["topolip_strengths"]
     assert KINDS == tuple(k for k in roster.kind_names() if k in measured)
+
+
+#: The primary rows (``effect``, ``se``, ``n_pairs``) of a real quick run's ``verdicts.csv``
+#: (``results/quick/tables`` of a clean-clone ``make book``; the commit in the file): the
+#: variances the book's power table (08) reads.
+RUN_PRIMARIES = Path(__file__).resolve().parent / "expect/power/quick_primaries.csv"
+
+
+def _run_power_row(claim: str):
+    import pandas as pd
+    prim = pd.read_csv(RUN_PRIMARIES)
+    return power_table(prim.assign(role="primary")).set_index("claim").loc[claim]
+
+
+@pytest.mark.parametrize("claim", ["attention-smoother", "attention-more-robust"])
+def test_the_printed_mde_is_detected_four_times_in_five_at_the_runs_own_variance(claim):
+    # issue 26: 08's table prints each primary's MDE from the run's paired differences (the
+    # noncentral t). Simulated at that run's sd with the true effect at the printed MDE, the
+    # real verdict code must support the claim in 80% of books: the allowance is the binomial
+    # 1% interval about 0.8 on both sides, so a printed MDE that is too small (a z test's) or
+    # too large fails. The sd splits over the simulation's components as the pairs see them:
+    # TopoLip 2 (model² + kind²), the radius 2 (model² + method²), the seed's cancelling
+    n = 300
+    row = _run_power_row(claim)
+    sd, mde, n_pairs = float(row["sd"]), float(row["mde"]), int(row["n_pairs"])
+    assert n_pairs >= 3 and math.isfinite(mde) and mde > 0
+    if claim == "attention-smoother":
+        part = sd / 2
+        sim = {"topolip_ratio": math.exp(-mde),
+               "variance": {"log_topolip_model": part, "log_topolip_kind": part,
+                            "flag_rate": 0.0}}
+    else:
+        method = 0.05
+        assert sd**2 / 2 > method**2
+        sim = {"radius_ratio": math.exp(mde),
+               "variance": {"log_radius_model": math.sqrt(sd**2 / 2 - method**2),
+                            "log_radius_method": method, "flag_rate": 0.0}}
+    r = calibrate(n, n_seeds=n_pairs, claims=[BY_ID[claim]], seed=80_000, **sim)
+    r = r.set_index("role").loc["primary"]
+    low, high = st.binom.ppf([0.005, 0.995], n, 0.8) / n
+    assert low <= r["supported_rate"] <= high, (claim, sd, mde, r["supported_rate"])
+    assert r["rate"] == r["supported_rate"]          # never the wrong way
+
+
+def test_a_normal_approximation_mde_fails_the_printed_mde_check(monkeypatch):
+    # mutation: the MDE of a z test, (z_0.975 + z_0.8) sd / sqrt(n), is too small for a paired
+    # t at 5 seeds (4 degrees of freedom): the check above must reject it
+    def z_mde(sd, n, alpha=0.05, power=0.8):
+        return (st.norm.ppf(1 - alpha / 2) + st.norm.ppf(power)) * sd / math.sqrt(n)
+
+    monkeypatch.setattr(stats, "minimum_detectable_effect", z_mde)
+    with pytest.raises(AssertionError, match="attention-more-robust"):
+        test_the_printed_mde_is_detected_four_times_in_five_at_the_runs_own_variance(
+            "attention-more-robust")
