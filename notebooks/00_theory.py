@@ -240,8 +240,9 @@ show_parameters(params)
 #
 # (The tools this companion was built with reached the paper's abstract, not its theorem's
 # text: this is the theorem as we read it, the query weight entering squared through $A_h$ as
-# scaling $W^Q\to\alpha W^Q$ requires; the check below tests it numerically.) `topolip.bounds.attention.L2SelfAttention` implements this layer so the bound has
-# something to apply to.
+# scaling $W^Q\to\alpha W^Q$ requires; the check below tests it numerically.)
+# `topolip.bounds.attention.L2SelfAttention` implements this layer so the bound has something
+# to apply to.
 
 # %% [markdown]
 # ## Every bound against its estimate, on random layers

@@ -270,8 +270,9 @@ show_table(attack_ladder_table(ladder), digits=2, na_reason="one seed: no spread
 # over the {glue:text}`rd-matched-n` matched seeds, is {glue:text}`rd-matched-ratio` at
 # matched accuracy, against {glue:text}`rd-chosen-ratio` at the chosen epochs. It is a
 # secondary row of the robustness claim in {doc}`08_verdict` (the row "median minimal radius
-# (APGD-CE + APGD-T), accuracy-matched epoch"). An earlier epoch is also a model earlier in its schedule, not only a less
-# accurate one, so this row holds accuracy fixed but not training time.
+# (APGD-CE + APGD-T), accuracy-matched epoch"). An earlier epoch is also a model earlier in
+# its schedule, not only a less accurate one, so this row holds accuracy fixed but not
+# training time.
 #
 # ```{glue:figure} fig-effective-robustness
 # :name: fig-effective-robustness
