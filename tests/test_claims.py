@@ -526,8 +526,8 @@ def test_the_book_says_which_primary_was_chosen_after_a_run():
     assert table.set_index("claim").loc["attention-smoother", "chosen"] == \
         "after a run that showed its outcome"
     assert words["vd-primaries-after"] == (
-        "5 of the 6 primaries were fixed before their first run; that of *Attention is "
-        "smoother (end-to-end TopoLip)* was chosen after a run that showed its outcome, so "
+        "5 of the 6 primaries were fixed before their first run; that of \u201cAttention is "
+        "smoother (end-to-end TopoLip)\u201d was chosen after a run that showed its outcome, so "
         "its verdict is weaker evidence than a pre-registered one")
 
 

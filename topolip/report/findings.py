@@ -1000,7 +1000,7 @@ def primary_choices(claims) -> tuple[pd.DataFrame, dict[str, str]]:
     n = len(table)
     text = (f"all {n} primaries were fixed before their first run" if not after else
             f"{n - len(after)} of the {n} primaries were fixed before their first run; "
-            + ", ".join(f"that of *{roster.claim_title(a)}*" for a in after)
+            + ", ".join(f"that of \u201c{roster.claim_title(a)}\u201d" for a in after)
             + " was chosen after a run that showed its outcome, so its verdict is weaker "
             "evidence than a pre-registered one")
     return table, {"vd-primaries-after": text}

@@ -3,7 +3,7 @@
 
 From the repository root, after ``make book`` (the quick profile)::
 
-    PYTHONPATH=. python tests/expect/power/refresh.py
+    PYTHONPATH=. python tests/expect/power/refresh_primaries.py
 """
 import subprocess
 from pathlib import Path
