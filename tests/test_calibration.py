@@ -21,7 +21,7 @@ from scipy import stats as st
 from topolip import roster
 from topolip.evidence import claims as C
 from topolip.evidence import measures, stats
-from topolip.evidence.calibration import calibrate, power_table, simulate_tables
+from topolip.evidence.calibration import VARIANCE, calibrate, power_table, simulate_tables
 from topolip.evidence.stats import minimum_detectable_effect, paired_power
 
 ALPHA = 0.05
@@ -393,7 +393,7 @@ def test_the_printed_mde_is_detected_four_times_in_five_at_the_runs_own_variance
                "variance": {"log_topolip_model": part, "log_topolip_kind": part,
                             "flag_rate": 0.0}}
     else:
-        method = 0.05
+        method = VARIANCE["log_radius_method"]
         assert sd**2 / 2 > method**2
         sim = {"radius_ratio": math.exp(mde),
                "variance": {"log_radius_model": math.sqrt(sd**2 / 2 - method**2),
