@@ -114,6 +114,33 @@ def test_unknown_parameter_fails_before_running(tmp_path):
     assert not (root / "results").exists()
 
 
+DATA = '''# %% tags=["parameters"]
+results_dir = "results/t"
+dataset = "mnist"
+data_root = "data/cifar10"
+
+# %%
+from pathlib import Path
+Path(results_dir).mkdir(parents=True, exist_ok=True)
+(Path(results_dir) / "root.txt").write_text(f"{dataset} {data_root}")
+'''
+
+
+@pytest.mark.parametrize(("dataset", "shown"), [("mnist", False), ("cifar10", True)])
+def test_the_page_shows_data_root_only_for_a_data_set_read_from_it(tmp_path, dataset, shown):
+    # issue 27: an MNIST page printed data_root = "data/cifar10" among the values that made it
+    import nbformat
+
+    root = make_root(tmp_path, DATA)
+    run_chain(root, {"dataset": dataset, "data_root": "elsewhere"})
+    cells = nbformat.read(root / "book/notebooks/01_nb.ipynb", as_version=4).cells
+    (cell,) = [c for c in cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert f'dataset = "{dataset}"' in cell.source
+    assert ("data_root" in cell.source) is shown, cell.source
+    used = "elsewhere" if shown else "data/cifar10"
+    assert (root / "results/t/root.txt").read_text() == f"{dataset} {used}"
+
+
 def test_run_injects_parameters_caches_and_reruns_on_change(tmp_path):
     root = make_root(tmp_path, GOOD)
     logs = []

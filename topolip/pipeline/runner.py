@@ -49,6 +49,7 @@ from typing import Any
 import jupytext
 import nbformat
 
+from topolip import roster
 from topolip.io import atomic_write_text, remove_temporaries
 from topolip.pipeline.notebook_cache import (
     DEPENDENCIES,
@@ -136,6 +137,17 @@ def check_parameters(notebooks: Sequence[Path], params: Mapping[str, Any]) -> di
             f"unknown parameter(s) {', '.join(hints)}: no notebook of the chain declares them; "
             f"known: {sorted(known)}")
     return {path: {k: params[k] for k in d if k in params} for path, d in declared.items()}
+
+
+def _shown_parameters(nb_params: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters papermill injects: all of a notebook's, less ``data_root`` where the data
+    set is not read from a folder (the embedded digits), so an MNIST page does not print a
+    CIFAR-10 folder among the values that produced it (the notebook's unused default stands)."""
+    injected = dict(nb_params)
+    name = injected.get("dataset")
+    if name in roster.dataset_names() and not roster.dataset(name).from_folder:
+        injected.pop("data_root", None)
+    return injected
 
 
 def _show_only_injected_parameters(nb) -> None:
@@ -689,7 +701,7 @@ def _run_notebooks(root: Path, notebooks: Sequence[Path], params: Mapping[str, A
                                      "language": "python"}
         partial = out.with_suffix(".partial.ipynb")  # papermill writes progress here
         t0 = time.perf_counter()
-        injected = dict(nb_params)
+        injected = _shown_parameters(nb_params)
         if injected.get("scheduler") == "local":  # the chain's shared cluster
             injected["scheduler"] = cluster.address()
         elif injected.get("scheduler") not in (None, "serial"):
