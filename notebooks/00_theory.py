@@ -287,7 +287,6 @@ attention = attention_scaling(width=token_dim, heads=theory_heads, n_grid=n_grid
                               seed=theory_seed, max_estimate_tokens=max_estimate_tokens)
 _ = write_table(attention, tables / "theory_attention.csv", params)
 
-# %% tags=["hide-input"]
 # drawn from the saved table, as `topolip figure fig-theory-attention` redraws it
 _ = publish_registered("fig-theory-attention", results_dir=results_dir, params=params,
                        width=token_dim)

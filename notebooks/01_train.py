@@ -106,7 +106,6 @@ _ = write_table(models, Path(results_dir) / "tables" / "models.csv", params)
 _ = write_table(history, Path(results_dir) / "tables" / "training.csv", params)
 capacity = capacity_table(models, FAMILY_PAIRS)
 
-# %% tags=["hide-input"]
 _ = publish_registered("fig-train-curves", results_dir=results_dir, params=params, seeds=seeds)
 _ = glue_all(train_findings({"models": models}, params, capacity=capacity,
                             match_tolerance=MATCH_TOLERANCE, data_name=data.name,

@@ -92,7 +92,6 @@ with TaskRunner(scheduler, n_workers=n_workers) as runner:
                         estimate_samples=estimate_samples, estimate_n_iter=estimate_n_iter)
 _ = write_table(bounds, tables / "bounds.csv", params)
 
-# %% tags=["hide-input"]
 # drawn from the saved tables, as `topolip figure fig-bounds-vs-measured` redraws it
 _ = publish_registered("fig-bounds-vs-measured", results_dir=results_dir, params=params,
                        seeds=sorted(models["seed"].unique()))

@@ -108,7 +108,7 @@ _ = glue_all(verdict_findings({"verdicts": verdicts}, claims=claims, alpha=alpha
 # %% tags=["remove-input"]
 show_table(primary_table(verdicts, power),
            digits=3,
-           caption="The one primary comparison of each claim, tested alone at alpha. Effect: "
+           caption="The one primary comparison of each claim, tested alone at α. Effect: "
                    "the ratio attention / convolution for TopoLip (log-scale paired t), the "
                    "difference attention − convolution otherwise (a Kendall τ for the "
                    "association). Pairs: seed pairs used; dropped: pairs left out because a "

@@ -70,6 +70,17 @@ def page_problems(page: Path, *, chapter: bool) -> list[str]:
                 if re.search(r"\d+/\d+ \[[\d:]+<|it/s\]", o.get_text())]
     if progress:
         problems.append(f"{name}: a progress bar in a cell output: {progress[0]!r}")
+    fields = soup.select("button.search-button-field")
+    if len(fields) > 1:
+        problems.append(f"{name}: {len(fields)} search fields on the page (the theme's header "
+                        "adds one above the sidebar's)")
+    for cell in article.select("div.cell.tag_hide-input"):
+        after = cell.find_next_sibling()
+        if (not cell.select(".cell_output") and after is not None
+                and "tag_hide-input" in after.get("class", [])):
+            code = cell.select_one(".cell_input").get_text(" ", strip=True)[:60]
+            problems.append(f"{name}: two 'Show code cell source' bars in a row, the first "
+                            f"with no output ({code!r}): merge the cells")
     if not chapter:
         return problems
     figures = article.find_all("figure")
@@ -125,6 +136,10 @@ FIGURE = """<figure class="align-default" id="fig-a"><img alt="{alt}" src="../..
 Caption.</span></p></figcaption></figure>"""
 
 
+#: The theme's search field (the sidebar's, once per page).
+SEARCH = '<button class="btn search-button-field search-button__button">Search</button>'
+
+
 def _page(tmp_path: Path, body: str, *, script: str = "../../_static/mathjax/tex-chtml.js"):
     (tmp_path / "_static/mathjax").mkdir(parents=True, exist_ok=True)
     (tmp_path / "_static/mathjax/tex-chtml.js").write_text("")
@@ -140,8 +155,18 @@ GOOD = (FIGURE.format(alt="Training loss against the epoch")
         + '<p><span class="math notranslate nohighlight">\\(x\\)</span></p>')
 
 
+#: A code cell with its source one click away (MyST-NB's ``hide-input``), ``out`` its output.
+HIDDEN = ('<div class="cell tag_hide-input docutils container"><details class="hide above-input">'
+          '<summary>Show code cell source</summary><div class="cell_input docutils container">'
+          '<pre>{code}</pre></div></details>{out}</div>')
+OUTPUT = '<div class="cell_output docutils container"><p>a table</p></div>'
+
+
 def test_checker_accepts_a_good_chapter(tmp_path):
     assert page_problems(_page(tmp_path, GOOD), chapter=True) == []
+    shown = GOOD + HIDDEN.format(code="a = 1", out=OUTPUT) + HIDDEN.format(code="b = a", out="")
+    assert page_problems(_page(tmp_path, shown), chapter=True) == [], "an output between"
+    assert page_problems(_page(tmp_path, SEARCH + GOOD), chapter=True) == [], "one search field"
 
 
 @pytest.mark.parametrize("body, script, message", [
@@ -155,6 +180,9 @@ def test_checker_accepts_a_good_chapter(tmp_path):
     (GOOD, "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js", "another host"),
     (GOOD, "../../_static/mathjax/missing.js", "no local MathJax"),
     ("<p>No figure, <span class='pasted-text'>1</span>.</p>", None, "no figure"),
+    (SEARCH + GOOD + SEARCH, None, "2 search fields"),
+    (GOOD + HIDDEN.format(code="a = 1", out="") + HIDDEN.format(code="b = a", out=""), None,
+     "two 'Show code cell source' bars in a row"),
 ])
 def test_checker_finds_each_problem(tmp_path, body, script, message):
     page = _page(tmp_path, body, **({"script": script} if script else {}))

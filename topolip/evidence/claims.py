@@ -425,7 +425,7 @@ def _finish(rows: list[dict], claim: str, primary: Mapping[str, str], *, alpha: 
         role = "primary" if is_primary[i] else "secondary"
         detail = "; ".join(r["notes"]) + (
             f"; not informative: {floor}" if floor else
-            "; primary: tested alone at alpha" if role == "primary"
+            f"; primary: tested alone at α = {alpha:g}" if role == "primary"
             else f"; secondary: Holm over the claim's {len(secondary)} secondary comparisons")
         verdict = stats.decide(t.effect, p_adj, t.n_pairs, alpha=alpha,
                                claimed_sign=r.get("claimed_sign", claimed_sign))
@@ -1099,7 +1099,7 @@ def smoothness_predicts_robustness(claim: Claim,
             what = (f"τ over the {r['n']} architecture means, mean over kinds; exact p over all "
                     f"{int(r['n_permutations'])} relabellings; with n = {r['n']} the smallest "
                     f"two-sided p is {r['min_pvalue']:.3g}, so it "
-                    + ("can never decide at alpha" if r["min_pvalue"] >= alpha else
+                    + (f"can never decide at α = {alpha:g}" if r["min_pvalue"] >= alpha else
                        "can decide") + "; reported, in no family")
         else:
             what = ("within-architecture τ-b over seeds, "
@@ -1111,11 +1111,11 @@ def smoothness_predicts_robustness(claim: Claim,
                     + (f"exact over {int(r['n_permutations'])} permutations" if r["exact"]
                        else f"{int(r['n_permutations'])} Monte-Carlo permutations "
                             f"(MC se {r['mc_se']:.2g})")
-                    + ("; primary: tested alone at alpha" if r["role"] == "primary"
+                    + (f"; primary: tested alone at α = {alpha:g}" if r["role"] == "primary"
                        else f"; secondary: Holm over {n_sec}"))
         if decision == "description":
             what += (f"; this family cannot decide at {int(r.get('min_seeds', 0))} seeds (its "
-                     f"smallest attainable p is {floor:.3g} ≥ alpha = {alpha:g}): it "
+                     f"smallest attainable p is {floor:.3g} ≥ α = {alpha:g}): it "
                      f"describes; it would need {int(r['seeds_needed'])} seeds")
         if int(r.get("n_excluded", 0)):
             what += f"; {int(r['n_excluded'])} flagged observations (noise floor) left out"
