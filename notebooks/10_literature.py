@@ -170,7 +170,7 @@ show_table(verdicts[["title", "kind", "rule"]],
 # ```{glue:figure} fig-lit-topology
 # :name: fig-lit-topology
 #
-# **Rows 3 and 4.** Left: complexity (β₀ + β₁ summed over the two digit classes) of each
+# **Topology with depth and confidence far from the data (rows 3 and 4).** Left: complexity (β₀ + β₁ summed over the two digit classes) of each
 # hidden layer's activations of the ReLU and tanh MLPs, one thin line per seed and the mean
 # thick (layer 0 is the input). Right: mean max-softmax confidence on test images scaled by
 # α (log axis), one line per trained model; solid lines are piecewise-affine models (ReLU),

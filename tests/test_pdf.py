@@ -153,7 +153,8 @@ def _printed(word: str, words: set[str]) -> bool:
 def pdf_problems(pdf: Path, html: Path, docs: list[Path]) -> list[str]:
     """What a reader of ``pdf`` would miss: no contents page, an outline (bookmarks) without a
     chapter, a blank page, a table cell of the HTML pages ``docs`` (under ``html``) whose words
-    are not in the PDF (a column cut off)."""
+    are not in the PDF (a column cut off), a shown code block (a BibTeX entry, a command) whose
+    text is not whole in the PDF (a line cut at the edge of its box)."""
     problems = []
     pages = int(re.search(r"Pages:\s+(\d+)", subprocess.run(
         ["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout).group(1))
@@ -170,6 +171,12 @@ def pdf_problems(pdf: Path, html: Path, docs: list[Path]) -> list[str]:
         problems.append(f"the outline does not start with the contents page: {outline[:3]}")
     flat = _normal(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True,
                                   check=True).stdout)
+    # code in its printed order (-raw: the layout mode reads a comment aligned in a column
+    # after all the lines' commands); a wrapped line may come back joined with the hyphen at
+    # its break dropped ("topolip-" + "companion"): compared without spaces and hyphens
+    raw = subprocess.run(["pdftotext", "-raw", str(pdf), "-"], capture_output=True, text=True,
+                         check=True).stdout
+    squeezed = re.sub(r"[\s\-\u00ad]", "", _running(raw))
     words = set(flat.split())
     words |= {w.rstrip(":") for w in words}  # a stacked table prints "label: value"
     for doc in docs:
@@ -181,6 +188,12 @@ def pdf_problems(pdf: Path, html: Path, docs: list[Path]) -> list[str]:
             words_of_title = title.split()[-2:]
             if not any(all(w in item for w in words_of_title) for item in outline):
                 problems.append(f"no bookmark for the chapter {title!r}")
+        for pre in article.select("div.highlight pre"):
+            if pre.find_parent("details") is not None:  # a code cell's source, one click away
+                continue
+            if re.sub(r"[\s\-]", "", pre.get_text()) not in squeezed:
+                problems.append(f"{doc.stem}: code block {pre.get_text()[:40]!r} not whole in "
+                                "the PDF (a line cut at the edge of its box)")
         for cell in article.select("div.topolip-table td, div.topolip-table th"):
             lost = [w for w in _normal(cell.get_text(" ")).split() if not _printed(w, words)]
             if lost:
@@ -216,3 +229,17 @@ def test_pdf_problems_flags_a_table_cell_the_pdf_lacks(tmp_path):
     problems = pdf_problems(pdf, tmp_path, [Path("cut.md")])
     assert problems == ["cut: table cell 'zzcut 98765.4321' not in the PDF "
                         "(missing ['zzcut', '98765.4321'])"], problems
+
+
+@pytest.mark.browser
+def test_pdf_problems_flags_a_code_block_the_pdf_cut(tmp_path):
+    pdf = BOOK / PDF_NAME
+    if not pdf.exists() or shutil.which("pdftohtml") is None:
+        pytest.skip(f"no {pdf} or no poppler-utils")
+    (tmp_path / "cut.html").write_text(
+        '<html><body><article><h1>Contents</h1><div class="highlight"><pre>@misc{a,\n'
+        '  note = {zzcut 98765.4321}\n}</pre></div><details><div class="highlight"><pre>'
+        'hidden = "zzsource"</pre></div></details></article></body></html>')
+    problems = pdf_problems(pdf, tmp_path, [Path("cut.md")])
+    assert problems == ["cut: code block '@misc{a,\\n  note = {zzcut 98765.4321}\\n}' not whole "
+                        "in the PDF (a line cut at the edge of its box)"], problems

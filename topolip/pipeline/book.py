@@ -585,6 +585,42 @@ def figure_numbers(blocks: dict[str, dict], chapters: list[str]) -> dict[str, tu
     return out
 
 
+#: A panel's label opening a caption ("Left: ...", "Right (row 2): ...", "(a) ...").
+_PANEL = re.compile(r"^(?:Left|Right|Top|Bottom|Rows? [\d, and]+|\([a-z]\))(?: \([^)]*\))?:?\s+")
+
+
+def figure_heading(caption: str) -> str:
+    """The Figures page's heading of a figure: its caption's bold title if it opens with one,
+    else the caption's first clause without a panel's label, cut to about 90 characters (the
+    caption follows in full below it), never inside a ``$...$`` formula.
+
+    >>> figure_heading("**Local constants of the blocks.** Left (row 1): the measured constant")
+    'Local constants of the blocks'
+    >>> figure_heading("Left: the bound $2L$ (black) and the measured ratio; right: the chain.")
+    'The bound $2L$ (black) and the measured ratio'
+    >>> figure_heading("Training loss (left) and accuracy (right). Lines are means.")
+    'Training loss (left) and accuracy (right)'
+    >>> figure_heading("Displacement at every probe point (solid: the mean; dashed: the floor).")
+    'Displacement at every probe point'
+    """
+    caption = caption.strip()
+    bold = re.match(r"\*\*(.+?)\.?\*\*", caption)
+    if bold:
+        return bold.group(1)
+    first = re.split(r"(?<=\.)\s", caption, maxsplit=1)[0]
+    first = _PANEL.sub("", first)
+    first = first[:1].upper() + first[1:]
+    first = re.split(r":\s|;\s|,\s(?=\()", first.rstrip("."), maxsplit=1)[0]
+    if first.count("(") > first.count(")"):  # cut inside a parenthesis: drop it
+        first = first[:first.rindex("(")].rstrip()
+    if len(first) > 90:  # a heading, not the caption: the caption follows in full
+        first = first[:90].rsplit(" ", 1)[0]
+        if first.count("$") % 2:  # never cut inside a formula
+            first = first[:first.rindex("$")].rstrip()
+        first += " …"
+    return first
+
+
 def _figures_page(sidecars: list[dict], blocks: dict[str, dict], profile: str, site: str,
                   author: str, year: str, chapters: list[str]) -> str:
     out = []
@@ -595,13 +631,7 @@ def _figures_page(sidecars: list[dict], blocks: dict[str, dict], profile: str, s
         fig = side["figure"]
         block = blocks.get(fig, {})
         number = numbers.get(fig)
-        first = re.split(r"(?<=\.)\s", block.get("caption", "").strip(), maxsplit=1)[0]
-        first = re.split(r":\s|;\s|,\s(?=\()", first.rstrip("."), maxsplit=1)[0]
-        if len(first) > 90:  # a heading, not the caption: the caption follows in full
-            first = first[:90].rsplit(" ", 1)[0]
-            if first.count("$") % 2:  # never cut inside a formula
-                first = first[:first.rindex("$")].rstrip()
-            first += " …"
+        first = figure_heading(block.get("caption", ""))
         title = (f"Fig. {number[0]}.{number[1]}: {first}" if number and first
                  else f"Figure {fig}")
         commit = str(side.get("git_commit") or "unknown")[:7] + (" (uncommitted changes)"

@@ -65,6 +65,9 @@ img { max-width: 100% !important; height: auto !important; }
 figure img, img { max-height: 190mm !important; width: auto !important;
                   object-fit: contain; }
 div.topolip-table, .table-wrapper, div.cell_output { overflow: visible !important; }
+/* code and BibTeX blocks wrap their long lines: a printed scroll box cuts them at its edge */
+div.highlight pre { white-space: pre-wrap !important; overflow-wrap: anywhere;
+                    overflow: visible !important; }
 /* laid out at the printed column's width (A4 less the margins), on screen too, so that the
    tables' fitting (FIT_TABLES_JS) measures what will be printed */
 #topolip-print { width: 178mm; max-width: 178mm; margin: 0; padding: 0; }
