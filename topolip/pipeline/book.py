@@ -803,7 +803,8 @@ div.math { padding-bottom: 2px; }
 article h1, article h2, article h3 { overflow-wrap: anywhere; }
 article code.literal, article code.literal span.pre { white-space: normal !important;
                                                        overflow-wrap: anywhere; }
-div.highlight pre { overflow-x: auto; max-width: 100%; }
+div.highlight pre { overflow-x: auto; max-width: 100%; white-space: pre-wrap;
+                    overflow-wrap: anywhere; }
 img { max-width: 100%; height: auto; }
 .topolip-table table { font-size: 0.85em !important; }
 .topolip-table th { white-space: normal; vertical-align: bottom; }
