@@ -169,6 +169,16 @@ def pdf_problems(pdf: Path, html: Path, docs: list[Path]) -> list[str]:
                for m in re.findall(r"<item[^>]*>([^<]*)", xml)]
     if not outline or outline[0] != "Contents":
         problems.append(f"the outline does not start with the contents page: {outline[:3]}")
+    headings = {"Contents"}
+    for doc in docs:
+        soup = bs4.BeautifulSoup((html / doc.with_suffix(".html")).read_text(), "html.parser")
+        for heading in (soup.find("article") or soup.body).find_all(["h1", "h2", "h3", "h4"]):
+            for link in heading.select("a.headerlink"):
+                link.decompose()
+            headings.add(_normal(heading.get_text(" ")))
+    for item in outline:
+        if item not in headings:  # Chromium's own titles join a wrapped heading's lines
+            problems.append(f"bookmark {item!r} is not the text of a heading")
     flat = _normal(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True,
                                   check=True).stdout)
     # code in its printed order (-raw: the layout mode reads a comment aligned in a column
@@ -226,7 +236,8 @@ def test_pdf_problems_flags_a_table_cell_the_pdf_lacks(tmp_path):
     (tmp_path / "cut.html").write_text(
         '<html><body><article><h1>Contents</h1><div class="topolip-table"><table><tr>'
         '<td>Kendall</td><td>zzcut 98765.4321</td></tr></table></div></article></body></html>')
-    problems = pdf_problems(pdf, tmp_path, [Path("cut.md")])
+    problems = [p for p in pdf_problems(pdf, tmp_path, [Path("cut.md")])
+                if not p.startswith("bookmark ")]  # the book's headings are not on this page
     assert problems == ["cut: table cell 'zzcut 98765.4321' not in the PDF "
                         "(missing ['zzcut', '98765.4321'])"], problems
 
@@ -240,6 +251,34 @@ def test_pdf_problems_flags_a_code_block_the_pdf_cut(tmp_path):
         '<html><body><article><h1>Contents</h1><div class="highlight"><pre>@misc{a,\n'
         '  note = {zzcut 98765.4321}\n}</pre></div><details><div class="highlight"><pre>'
         'hidden = "zzsource"</pre></div></details></article></body></html>')
-    problems = pdf_problems(pdf, tmp_path, [Path("cut.md")])
+    problems = [p for p in pdf_problems(pdf, tmp_path, [Path("cut.md")])
+                if not p.startswith("bookmark ")]  # the book's headings are not on this page
     assert problems == ["cut: code block '@misc{a,\\n  note = {zzcut 98765.4321}\\n}' not whole "
                         "in the PDF (a line cut at the edge of its box)"], problems
+
+
+def test_bookmarks_are_retitled_by_their_headings_and_a_mismatch_is_refused():
+    import io
+
+    pypdf = pytest.importorskip("pypdf")
+    from topolip.pipeline.pdf import retitle_outline
+
+    writer = pypdf.PdfWriter()
+    for _ in range(3):
+        writer.add_blank_page(100, 100)
+    # Chromium's titles of wrapped headings: lines joined without a space, a first line repeated
+    top = writer.add_outline_item(title="1. 1. Method: diagrams,Method: diagrams,distances",
+                                  page_number=0)
+    writer.add_outline_item(title="1.1. Point clouds of alayer", page_number=1, parent=top)
+    writer.add_outline_item(title="2. Theory", page_number=2)
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    headings = ["1. Method: diagrams, distances", "1.1. Point clouds of a layer", "2. Theory"]
+    fixed = pypdf.PdfReader(io.BytesIO(retitle_outline(buffer.getvalue(), headings)))
+    outline = fixed.outline
+    assert [outline[0].title, outline[1][0].title, outline[2].title] == headings
+    assert len(fixed.pages) == 3
+    with pytest.raises(RuntimeError, match="3 bookmarks for 2 headings"):
+        retitle_outline(buffer.getvalue(), headings[:2])
+    with pytest.raises(RuntimeError, match="does not match the heading '2. Results'"):
+        retitle_outline(buffer.getvalue(), [*headings[:2], "2. Results"])

@@ -11,7 +11,9 @@ Jupyter Book 1's own PDF builder downloads a Chromium at run time; this does not
 2. opens it in headless chromium (``chromedriver``'s WebDriver, the network off: the page is
    served from 127.0.0.1 and every other host goes to a closed port), waits for the images and
    for MathJax to finish typesetting, and prints it with page numbers in the footer and an
-   outline of the headings as the PDF's bookmarks (the DevTools ``Page.printToPDF`` command).
+   outline of the headings as the PDF's bookmarks (the DevTools ``Page.printToPDF`` command);
+3. titles each bookmark with its heading's text (:func:`retitle_outline`, pypdf): Chromium
+   joins a wrapped heading's lines without a space and repeats some of them.
 
 The PDF lands in ``_build/pdf/<name>.pdf`` and a copy in ``_build/html/<name>.pdf``, which the
 site links (``book/intro.md``, ``book/reproduce.md``).
@@ -44,7 +46,7 @@ from topolip.pipeline.book import (
     toc_documents,
 )
 
-__all__ = ["build_pdf", "print_page"]
+__all__ = ["build_pdf", "heading_texts", "print_page", "retitle_outline"]
 
 #: The assembled page, relative to the built HTML.
 PRINT_PAGE = "print.html"
@@ -302,6 +304,7 @@ def build_pdf(html: str | Path = "_build/html", root: str | Path = ".", *,
     chromium, chromedriver = _binaries(chromium, chromedriver)
     out = Path(out) if out else root / "_build" / "pdf" / PDF_NAME
     page = print_page(html, root)
+    headings = heading_texts(page)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -348,6 +351,79 @@ def build_pdf(html: str | Path = "_build/html", root: str | Path = ".", *,
         shutil.rmtree(profile, ignore_errors=True)
         page.unlink()  # not a page of the site
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(base64.b64decode(result["data"]))
+    tmp = out.with_name(out.name + ".tmp")  # atomic: a killed run leaves the old PDF whole
+    tmp.write_bytes(retitle_outline(base64.b64decode(result["data"]), headings))
+    tmp.replace(out)
     shutil.copy2(out, html / out.name)
     return out
+
+
+def heading_texts(page: str | Path) -> list[str]:
+    """The text of every heading (``h1``–``h6``) of the print page, in order, spaces
+    normalised and permalinks left out: the titles of the PDF's bookmarks."""
+    import bs4
+
+    soup = bs4.BeautifulSoup(Path(page).read_text(encoding="utf-8"), "html.parser")
+    texts = []
+    for heading in soup.find_all(["h1", "h2", "h3", "h4", "h5", "h6"]):
+        for link in heading.select("a.headerlink"):
+            link.decompose()
+        if text := " ".join(heading.get_text(" ").split()):
+            texts.append(text)
+    return texts
+
+
+def _squeezed(text: str) -> str:
+    return "".join(text.split())
+
+
+def retitle_outline(pdf: bytes, headings: list[str]) -> bytes:
+    """The PDF ``pdf`` with its bookmarks titled by ``headings`` (in document order).
+
+    Chromium's outline has one bookmark per heading, in order, but titles it from the laid-out
+    lines: "in our" + "words" comes out as "in ourwords", and a wrapped chapter title may repeat
+    its first line. Each bookmark is matched to the heading at its place; the match is checked
+    (the heading's first 12 characters, spaces aside, are in the bookmark's title).
+
+    Raises
+    ------
+    RuntimeError
+        If the bookmarks and the headings differ in number or a bookmark does not match the
+        heading at its place (the PDF is then not written).
+    """
+    import io
+    import logging
+
+    import pypdf
+    from pypdf.generic import NameObject, TextStringObject
+
+    log = logging.getLogger("pypdf")
+    level = log.level
+    log.setLevel(logging.ERROR)  # Chromium's trailer undercounts its objects; pypdf says so
+    try:
+        writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(pdf)))
+    finally:
+        log.setLevel(level)
+    items, stack = [], []
+    root = writer._root_object.get("/Outlines")
+    node = root.get_object().get("/First") if root is not None else None
+    while node is not None:  # depth first, document order
+        item = node.get_object()
+        items.append(item)
+        if "/First" in item:
+            stack.append(item.get("/Next"))
+            node = item["/First"]
+            continue
+        node = item.get("/Next")
+        while node is None and stack:
+            node = stack.pop()
+    if len(items) != len(headings):
+        raise RuntimeError(f"the PDF has {len(items)} bookmarks for {len(headings)} headings")
+    for item, heading in zip(items, headings, strict=True):
+        title = str(item.get("/Title", ""))
+        if _squeezed(heading)[:12] not in _squeezed(title):
+            raise RuntimeError(f"bookmark {title!r} does not match the heading {heading!r}")
+        item[NameObject("/Title")] = TextStringObject(heading)
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
