@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from topolip.pipeline.book import PDF_NAME
-from topolip.pipeline.pdf import print_page
+from topolip.pipeline.pdf import heading_texts, print_page
 
 bs4 = pytest.importorskip("bs4")
 
@@ -169,16 +169,6 @@ def pdf_problems(pdf: Path, html: Path, docs: list[Path]) -> list[str]:
                for m in re.findall(r"<item[^>]*>([^<]*)", xml)]
     if not outline or outline[0] != "Contents":
         problems.append(f"the outline does not start with the contents page: {outline[:3]}")
-    headings = {"Contents"}
-    for doc in docs:
-        soup = bs4.BeautifulSoup((html / doc.with_suffix(".html")).read_text(), "html.parser")
-        for heading in (soup.find("article") or soup.body).find_all(["h1", "h2", "h3", "h4"]):
-            for link in heading.select("a.headerlink"):
-                link.decompose()
-            headings.add(_normal(heading.get_text(" ")))
-    for item in outline:
-        if item not in headings:  # Chromium's own titles join a wrapped heading's lines
-            problems.append(f"bookmark {item!r} is not the text of a heading")
     flat = _normal(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True,
                                   check=True).stdout)
     # code in its printed order (-raw: the layout mode reads a comment aligned in a column
@@ -189,9 +179,11 @@ def pdf_problems(pdf: Path, html: Path, docs: list[Path]) -> list[str]:
     squeezed = re.sub(r"[\s\-\u00ad]", "", _running(raw))
     words = set(flat.split())
     words |= {w.rstrip(":") for w in words}  # a stacked table prints "label: value"
+    headings = {"Contents"}
     for doc in docs:
         soup = bs4.BeautifulSoup((html / doc.with_suffix(".html")).read_text(), "html.parser")
         article = soup.find("article") or soup.body
+        headings |= set(heading_texts(article))
         h1 = article.find("h1")
         if h1 is not None:
             title = _normal(h1.get_text(" ")).replace("#", "").strip()
@@ -209,6 +201,9 @@ def pdf_problems(pdf: Path, html: Path, docs: list[Path]) -> list[str]:
             if lost:
                 problems.append(f"{doc.stem}: table cell {cell.get_text(' ')[:40]!r} not in the "
                                 f"PDF (missing {lost[:3]})")
+    for item in outline:
+        if item not in headings:  # Chromium's own titles join a wrapped heading's lines
+            problems.append(f"bookmark {item!r} is not the text of a heading")
     return problems
 
 
@@ -228,31 +223,31 @@ def test_the_pdf_has_a_way_in_no_blank_page_and_every_table_column():
     assert not problems, "\n".join(problems[:30])
 
 
-@pytest.mark.browser
-def test_pdf_problems_flags_a_table_cell_the_pdf_lacks(tmp_path):
+def _planted_problems(tmp_path: Path, article: str) -> list[str]:
+    """:func:`pdf_problems` of the built PDF against one planted page ``article`` (the
+    bookmarks of the book's headings, which are not on that page, left out)."""
     pdf = BOOK / PDF_NAME
     if not pdf.exists() or shutil.which("pdftohtml") is None:
         pytest.skip(f"no {pdf} or no poppler-utils")
-    (tmp_path / "cut.html").write_text(
-        '<html><body><article><h1>Contents</h1><div class="topolip-table"><table><tr>'
-        '<td>Kendall</td><td>zzcut 98765.4321</td></tr></table></div></article></body></html>')
-    problems = [p for p in pdf_problems(pdf, tmp_path, [Path("cut.md")])
-                if not p.startswith("bookmark ")]  # the book's headings are not on this page
+    (tmp_path / "cut.html").write_text(f"<html><body><article><h1>Contents</h1>{article}"
+                                       "</article></body></html>")
+    return [p for p in pdf_problems(pdf, tmp_path, [Path("cut.md")])
+            if not p.startswith("bookmark ")]
+
+
+@pytest.mark.browser
+def test_pdf_problems_flags_a_table_cell_the_pdf_lacks(tmp_path):
+    problems = _planted_problems(tmp_path, '<div class="topolip-table"><table><tr>'
+                                 '<td>Kendall</td><td>zzcut 98765.4321</td></tr></table></div>')
     assert problems == ["cut: table cell 'zzcut 98765.4321' not in the PDF "
                         "(missing ['zzcut', '98765.4321'])"], problems
 
 
 @pytest.mark.browser
 def test_pdf_problems_flags_a_code_block_the_pdf_cut(tmp_path):
-    pdf = BOOK / PDF_NAME
-    if not pdf.exists() or shutil.which("pdftohtml") is None:
-        pytest.skip(f"no {pdf} or no poppler-utils")
-    (tmp_path / "cut.html").write_text(
-        '<html><body><article><h1>Contents</h1><div class="highlight"><pre>@misc{a,\n'
-        '  note = {zzcut 98765.4321}\n}</pre></div><details><div class="highlight"><pre>'
-        'hidden = "zzsource"</pre></div></details></article></body></html>')
-    problems = [p for p in pdf_problems(pdf, tmp_path, [Path("cut.md")])
-                if not p.startswith("bookmark ")]  # the book's headings are not on this page
+    problems = _planted_problems(
+        tmp_path, '<div class="highlight"><pre>@misc{a,\n  note = {zzcut 98765.4321}\n}</pre>'
+        '</div><details><div class="highlight"><pre>hidden = "zzsource"</pre></div></details>')
     assert problems == ["cut: code block '@misc{a,\\n  note = {zzcut 98765.4321}\\n}' not whole "
                         "in the PDF (a line cut at the edge of its box)"], problems
 

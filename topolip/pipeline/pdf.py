@@ -46,7 +46,7 @@ from topolip.pipeline.book import (
     toc_documents,
 )
 
-__all__ = ["build_pdf", "heading_texts", "print_page", "retitle_outline"]
+__all__ = ["build_pdf", "heading_text", "heading_texts", "print_page", "retitle_outline"]
 
 #: The assembled page, relative to the built HTML.
 PRINT_PAGE = "print.html"
@@ -212,9 +212,7 @@ def _contents(out, main):
     section.append(top)
     current = None
     for n, heading in enumerate(main.find_all(["h1", "h2"])):
-        for link in heading.select("a.headerlink"):
-            link.decompose()
-        text = " ".join(heading.get_text(" ").split())
+        text = heading_text(heading)
         if not text:
             continue
         heading["id"] = f"topolip-toc-{n}"
@@ -300,11 +298,13 @@ def build_pdf(html: str | Path = "_build/html", root: str | Path = ".", *,
     RuntimeError
         If the page does not load, MathJax fails, or printing fails.
     """
+    import bs4
+
     html, root = Path(html).resolve(), Path(root).resolve()
     chromium, chromedriver = _binaries(chromium, chromedriver)
     out = Path(out) if out else root / "_build" / "pdf" / PDF_NAME
     page = print_page(html, root)
-    headings = heading_texts(page)
+    headings = heading_texts(bs4.BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser"))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -358,19 +358,19 @@ def build_pdf(html: str | Path = "_build/html", root: str | Path = ".", *,
     return out
 
 
-def heading_texts(page: str | Path) -> list[str]:
-    """The text of every heading (``h1``–``h6``) of the print page, in order, spaces
-    normalised and permalinks left out: the titles of the PDF's bookmarks."""
-    import bs4
+def heading_text(heading) -> str:
+    """The text of one heading tag, its permalinks (``a.headerlink``, removed from the tree)
+    left out and its spaces normalised: a contents entry, a bookmark's title."""
+    for link in heading.select("a.headerlink"):
+        link.decompose()
+    return " ".join(heading.get_text(" ").split())
 
-    soup = bs4.BeautifulSoup(Path(page).read_text(encoding="utf-8"), "html.parser")
-    texts = []
-    for heading in soup.find_all(["h1", "h2", "h3", "h4", "h5", "h6"]):
-        for link in heading.select("a.headerlink"):
-            link.decompose()
-        if text := " ".join(heading.get_text(" ").split()):
-            texts.append(text)
-    return texts
+
+def heading_texts(tree) -> list[str]:
+    """The non-empty :func:`heading_text` of every heading (``h1``–``h6``) in the
+    BeautifulSoup ``tree``, in document order: the titles of the PDF's bookmarks."""
+    return [text for heading in tree.find_all(["h1", "h2", "h3", "h4", "h5", "h6"])
+            if (text := heading_text(heading))]
 
 
 def _squeezed(text: str) -> str:
@@ -405,7 +405,7 @@ def retitle_outline(pdf: bytes, headings: list[str]) -> bytes:
     finally:
         log.setLevel(level)
     items, stack = [], []
-    root = writer._root_object.get("/Outlines")
+    root = writer.root_object.get("/Outlines")
     node = root.get_object().get("/First") if root is not None else None
     while node is not None:  # depth first, document order
         item = node.get_object()
