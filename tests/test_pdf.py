@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from topolip.pipeline.book import PDF_NAME
-from topolip.pipeline.pdf import heading_texts, print_page
+from topolip.pipeline.pdf import heading_texts, plain_math, print_page
 
 bs4 = pytest.importorskip("bs4")
 
@@ -152,21 +152,28 @@ def _printed(word: str, words: set[str]) -> bool:
 
 def pdf_problems(pdf: Path, html: Path, docs: list[Path]) -> list[str]:
     """What a reader of ``pdf`` would miss: no contents page, an outline (bookmarks) without a
-    chapter, a blank page, a table cell of the HTML pages ``docs`` (under ``html``) whose words
+    chapter, a blank page, a heading alone at the foot of its page (what it heads pushed to
+    the next), a table cell of the HTML pages ``docs`` (under ``html``) whose words
     are not in the PDF (a column cut off), a shown code block (a BibTeX entry, a command) whose
     text is not whole in the PDF (a line cut at the edge of its box)."""
     problems = []
     pages = int(re.search(r"Pages:\s+(\d+)", subprocess.run(
         ["pdfinfo", str(pdf)], capture_output=True, text=True, check=True).stdout).group(1))
+    page_text = {}
     for page in range(1, pages + 1):
         text = subprocess.run(["pdftotext", "-f", str(page), "-l", str(page), str(pdf), "-"],
                               capture_output=True, text=True, check=True).stdout
-        if not re.sub(r"\d+ / \d+|\s", "", text):
+        page_text[page] = _normal(re.sub(r"\d+ / \d+", "", text))
+        if not page_text[page]:
             problems.append(f"blank page {page}")
     xml = subprocess.run(["pdftohtml", "-xml", "-i", "-stdout", "-q", str(pdf)],
                          capture_output=True, text=True, check=True).stdout
-    outline = [_normal(bs4.BeautifulSoup(m, "html.parser").get_text())
-               for m in re.findall(r"<item[^>]*>([^<]*)", xml)]
+    marks = [(int(page), _normal(bs4.BeautifulSoup(m, "html.parser").get_text()))
+             for page, m in re.findall(r'<item page="(\d+)"[^>]*>([^<]*)', xml)]
+    outline = [item for _, item in marks]
+    for page, item in marks:  # nothing after a heading on its page: stranded at the foot
+        if item != "Contents" and page_text.get(page, "").endswith(item):
+            problems.append(f"heading {item!r} alone at the foot of page {page}")
     if not outline or outline[0] != "Contents":
         problems.append(f"the outline does not start with the contents page: {outline[:3]}")
     flat = _normal(subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True,
@@ -183,7 +190,7 @@ def pdf_problems(pdf: Path, html: Path, docs: list[Path]) -> list[str]:
     for doc in docs:
         soup = bs4.BeautifulSoup((html / doc.with_suffix(".html")).read_text(), "html.parser")
         article = soup.find("article") or soup.body
-        headings |= set(heading_texts(article))
+        headings |= {plain_math(h) for h in heading_texts(article)}
         h1 = article.find("h1")
         if h1 is not None:
             title = _normal(h1.get_text(" ")).replace("#", "").strip()
@@ -265,13 +272,15 @@ def test_bookmarks_are_retitled_by_their_headings_and_a_mismatch_is_refused():
     top = writer.add_outline_item(title="1. 1. Method: diagrams,Method: diagrams,distances",
                                   page_number=0)
     writer.add_outline_item(title="1.1. Point clouds of alayer", page_number=1, parent=top)
-    writer.add_outline_item(title="2. Theory", page_number=2)
+    writer.add_outline_item(title="2. Theory ofΔℓ", page_number=2)  # MathJax's glyphs
     buffer = io.BytesIO()
     writer.write(buffer)
-    headings = ["1. Method: diagrams, distances", "1.1. Point clouds of a layer", "2. Theory"]
+    headings = ["1. Method: diagrams, distances", "1.1. Point clouds of a layer",
+                r"2. Theory of \(\Delta_\ell\)"]
     fixed = pypdf.PdfReader(io.BytesIO(retitle_outline(buffer.getvalue(), headings)))
     outline = fixed.outline
-    assert [outline[0].title, outline[1][0].title, outline[2].title] == headings
+    assert [outline[0].title, outline[1][0].title, outline[2].title] == [
+        *headings[:2], "2. Theory of Δₗ"]  # a formula in plain characters
     assert len(fixed.pages) == 3
     with pytest.raises(RuntimeError, match="3 bookmarks for 2 headings"):
         retitle_outline(buffer.getvalue(), headings[:2])

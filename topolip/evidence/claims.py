@@ -572,7 +572,7 @@ def _radius_rows(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[dict]
                             flag_column=None, n_images_col="n_images")
     for r in rows:
         r["claimed_sign"] = 1
-        r["notes"].append("median minimal L-inf radius per model (robust accuracy crosses one "
+        r["notes"].append("median minimal L∞ radius per model (robust accuracy crosses one "
                           "half there; 0 for a model that classifies fewer than half its "
                           "images, which drops its pair): attention claimed larger")
     eff = effective_radius(rs) if "clean_accuracy" in rs else pd.DataFrame()

@@ -822,12 +822,17 @@ img { max-width: 100%; height: auto; }
 .topolip-table.topolip-stacked td::before { content: attr(data-label) ": "; font-weight: 600; }
 """
 #: A table too wide for its column is set smaller and tighter; if still too wide, shown
-#: stacked: each row a block of "column: value" lines
-#: (every cell labelled by ``topolip.report.format.show_table``'s ``data-label``), so no column
+#: stacked: each row a block of "column: value" lines (a Markdown table, in the theme's
+#: scrollable box, is fitted the same way, labelled by its header row; a chapter's table is
+#: labelled by ``topolip.report.format.show_table``'s ``data-label``), so no column
 #: is ever hidden off-screen, at any width; measured again when the window is resized. The PDF's
 #: print page (:mod:`topolip.pipeline.pdf`) runs it too, at the printed column's width.
 FIT_TABLES_JS = """
 function topolipFitTables() {
+  // a Markdown table (the theme's scrollable box) is fitted like a chapter's table
+  document.querySelectorAll("div.pst-scrollable-table-container").forEach(box => {
+    if (!box.closest(".topolip-table")) box.classList.add("topolip-table");
+  });
   document.querySelectorAll("div.topolip-table").forEach(box => {
     const table = box.querySelector("table");
     if (!table) return;

@@ -25,6 +25,7 @@ import base64
 import contextlib
 import functools
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -46,7 +47,8 @@ from topolip.pipeline.book import (
     toc_documents,
 )
 
-__all__ = ["build_pdf", "heading_text", "heading_texts", "print_page", "retitle_outline"]
+__all__ = ["build_pdf", "heading_text", "heading_texts", "plain_math", "print_page",
+           "retitle_outline"]
 
 #: The assembled page, relative to the built HTML.
 PRINT_PAGE = "print.html"
@@ -61,6 +63,9 @@ button, .dropdown-buttons, .thebe-launch-button, .copybtn, .search-button, nav,
 .topolip-print-chapter { break-before: page; }
 .topolip-print-chapter:first-of-type { break-before: auto; }
 figure, table, img, pre, .math, .topolip-table tr { break-inside: avoid; }
+/* a heading stays with what follows it: 13 sat alone at a page's foot, their figure or table
+   pushed to the next page */
+h1, h2, h3, h4, h5, h6 { break-after: avoid; break-inside: avoid; }
 img { max-width: 100% !important; height: auto !important; }
 /* a figure never taller than a page (a taller one was pushed to the next page, leaving a
    blank one, and split there anyway): the image shrinks to leave room for its caption */
@@ -366,6 +371,63 @@ def heading_text(heading) -> str:
     return " ".join(heading.get_text(" ").split())
 
 
+#: TeX commands of the book's headings and their characters (a bookmark title is plain text).
+_TEX_SYMBOLS = {
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "Delta": "Δ", "varepsilon": "ε",
+    "epsilon": "ε", "eta": "η", "theta": "θ", "kappa": "κ", "lambda": "λ", "mu": "μ",
+    "rho": "ρ", "sigma": "σ", "Sigma": "Σ", "tau": "τ", "phi": "φ", "omega": "ω", "ell": "ℓ",
+    "infty": "∞", "cdot": "·", "times": "×", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥",
+    "to": "→", "approx": "≈", "in": "∈", "lVert": "‖", "rVert": "‖", "|": "‖", ",": " ",
+}
+_SUB = dict(zip("0123456789+-=()aehijklmnoprstuvxℓ", "₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓₗ",
+                strict=True))
+_SUP = dict(zip("0123456789+-=()abcdefghijklmnoprstuvwxyz",
+                "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ", strict=True))
+
+
+def _tex_plain(tex: str) -> str:
+    r"""TeX without scripts in plain characters: ``\mathrm{x}`` and the like keep their
+    argument, a listed command becomes its character, braces go."""
+    tex = re.sub(r"\\(?:mathrm|mathbf|mathit|text|operatorname)\s*\{([^{}]*)\}", r"\1", tex)
+    tex = re.sub(r"\\([A-Za-z]+|[|,])\s*", lambda m: _TEX_SYMBOLS.get(m[1], m[1]), tex)
+    return tex.replace("{", "").replace("}", "")
+
+
+def _script(match: re.Match) -> str:
+    mark, body = match[1], _tex_plain(match[2] if match[2] is not None else match[3])
+    table = _SUB if mark == "_" else _SUP
+    if all(c in table for c in body):
+        return "".join(table[c] for c in body)
+    return mark + (body if len(body) == 1 else f"({body})")
+
+
+def plain_math(text: str) -> str:
+    r"""``text`` with each inline formula ``\(...\)`` written in plain characters, for a PDF
+    bookmark (its title cannot typeset TeX): Greek letters and symbols as Unicode, a sub- or
+    superscript as Unicode sub/superscript characters where each of its characters has one,
+    else after ``_`` / ``^`` (in parentheses if longer than one character); ``\mathrm`` and
+    the like keep their argument; a command not listed keeps its name.
+
+    >>> plain_math(r"Scale-free displacement \(\Delta_\ell/s_\ell\) at every probe point")
+    'Scale-free displacement Δₗ/sₗ at every probe point'
+    >>> plain_math(r"ratio \(\Delta^{\mathrm{sf}}_L/\Delta^{\mathrm{sf}}_0\) of every")
+    'ratio Δˢᶠ_L/Δˢᶠ₀ of every'
+    >>> plain_math(r"the \(L_\infty\) budget \(\varepsilon\); \(\Delta_{\ell-1}\)")
+    'the L_∞ budget ε; Δₗ₋₁'
+    >>> plain_math(r"Kendall \(\tau\), \(2L_\ell\) (margin \(\varepsilon_{\ell-1}\) )")
+    'Kendall τ, 2Lₗ (margin εₗ₋₁ )'
+    >>> plain_math("no formula")
+    'no formula'
+    """
+    def formula(match: re.Match) -> str:
+        tex = re.sub(r"\\(?:mathrm|mathbf|mathit|text|operatorname)\s*\{([^{}]*)\}", r"\1",
+                     match[1])
+        tex = re.sub(r"([_^])(?:\{([^{}]*)\}|(\\[A-Za-z]+|[^\s{\\]))", _script, tex)
+        return " ".join(_tex_plain(tex).split())
+
+    return re.sub(r"\\\((.*?)\\\)", formula, text)
+
+
 def heading_texts(tree) -> list[str]:
     """The non-empty :func:`heading_text` of every heading (``h1``–``h6``) in the
     BeautifulSoup ``tree``, in document order: the titles of the PDF's bookmarks."""
@@ -383,7 +445,9 @@ def retitle_outline(pdf: bytes, headings: list[str]) -> bytes:
     Chromium's outline has one bookmark per heading, in order, but titles it from the laid-out
     lines: "in our" + "words" comes out as "in ourwords", and a wrapped chapter title may repeat
     its first line. Each bookmark is matched to the heading at its place; the match is checked
-    (the heading's first 12 characters, spaces aside, are in the bookmark's title).
+    (the heading's first 12 characters before any formula, spaces aside, are in the
+    bookmark's title). A formula in a heading is titled in plain characters
+    (:func:`plain_math`): a bookmark cannot typeset TeX.
 
     Raises
     ------
@@ -421,9 +485,9 @@ def retitle_outline(pdf: bytes, headings: list[str]) -> bytes:
         raise RuntimeError(f"the PDF has {len(items)} bookmarks for {len(headings)} headings")
     for item, heading in zip(items, headings, strict=True):
         title = str(item.get("/Title", ""))
-        if _squeezed(heading)[:12] not in _squeezed(title):
+        if _squeezed(heading.split("\\(")[0])[:12] not in _squeezed(title):
             raise RuntimeError(f"bookmark {title!r} does not match the heading {heading!r}")
-        item[NameObject("/Title")] = TextStringObject(heading)
+        item[NameObject("/Title")] = TextStringObject(plain_math(heading))
     buffer = io.BytesIO()
     writer.write(buffer)
     return buffer.getvalue()

@@ -201,13 +201,14 @@ def format_interval(value: float, low: float, high: float, fmt: str = "{:.3g}") 
     return f"{fmt.format(value)} [{fmt.format(low)}, {fmt.format(high)}]"
 
 
-def format_value(value, digits: int = 3) -> str:
+def format_value(value, digits: int = 3, *, grouping: bool = True) -> str:
     """Format one table cell for reading.
 
     Integers (and integral floats such as parameter counts read back as ``11114.0``) print as
-    integers; other reals with ``digits`` significant digits in positional notation
-    (``1240`` beside ``617``, never ``1.24e+03``), scientific only below 1e-4 or from 1e7;
-    NaN and None as :data:`MISSING`; booleans as yes / no; anything else with ``str``.
+    integers, with thousands separators from 10,000 (``79,690``; a four-digit number such as
+    ``4000`` stays whole); other reals with ``digits`` significant digits in positional
+    notation (``1240`` beside ``617``, never ``1.24e+03``), scientific only below 1e-4 or from
+    1e7; NaN and None as :data:`MISSING`; booleans as yes / no; anything else with ``str``.
 
     Parameters
     ----------
@@ -215,6 +216,9 @@ def format_value(value, digits: int = 3) -> str:
         The cell.
     digits : int, default=3
         Significant digits of non-integral reals (at least 1).
+    grouping : bool, default=True
+        Thousands separators from 10,000; ``False`` for a value a reader copies into a
+        command (a parameter).
 
     Returns
     -------
@@ -228,7 +232,9 @@ def format_value(value, digits: int = 3) -> str:
     Examples
     --------
     >>> [format_value(v) for v in (11114.0, 617.43, 1243.7, 0.012345, float("nan"), True)]
-    ['11114', '617', '1240', '0.0123', '—', 'yes']
+    ['11,114', '617', '1240', '0.0123', '—', 'yes']
+    >>> format_value(1329600), format_value(-54321.0), format_value(50000, grouping=False)
+    ('1,329,600', '-54,321', '50000')
     >>> format_value(3.2e-6), format_value(-2.5, digits=2), format_value(float("inf"))
     ('3.20e-06', '-2.5', '∞')
     """
@@ -239,7 +245,7 @@ def format_value(value, digits: int = 3) -> str:
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
     if isinstance(value, numbers.Integral):
-        return str(int(value))
+        return _integer(int(value), grouping)
     if isinstance(value, numbers.Real):
         x = float(value)
         if math.isnan(x):
@@ -247,16 +253,22 @@ def format_value(value, digits: int = 3) -> str:
         if math.isinf(x):
             return "∞" if x > 0 else "−∞"
         if x.is_integer() and abs(x) < 1e15:
-            return str(int(x))
+            return _integer(int(x), grouping)
         if 1e-4 <= abs(x) < 1e7:
-            return np.format_float_positional(x, precision=digits, unique=False,
+            text = np.format_float_positional(x, precision=digits, unique=False,
                                               fractional=False, trim="-")
+            return _integer(int(text), grouping) if text.lstrip("-").isdigit() else text
         return f"{x:.{digits - 1}e}"
     if isinstance(value, (list, tuple)):
-        return ", ".join(format_value(v, digits) for v in value)
+        return ", ".join(format_value(v, digits, grouping=grouping) for v in value)
     if isinstance(value, Mapping):
-        return ", ".join(f"{k}={format_value(v, digits)}" for k, v in value.items())
+        return ", ".join(f"{k}={format_value(v, digits, grouping=grouping)}"
+                         for k, v in value.items())
     return str(value)
+
+
+def _integer(n: int, grouping: bool) -> str:
+    return f"{n:,}" if grouping and abs(n) >= 10_000 else str(n)
 
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -430,7 +442,7 @@ def show_table(df: pd.DataFrame, *, columns: Mapping[str, str] | None = None, di
     ...                   "test_accuracy": [0.98123, float("nan")]})
     >>> out = show_table(t, columns={"arch": "model", "parameters": "weights",
     ...                              "test_accuracy": "accuracy"}, na_reason="not trained")
-    >>> "ViT" in out.data and "11114" in out.data and "0.981" in out.data
+    >>> "ViT" in out.data and "11,114" in out.data and "0.981" in out.data
     True
     >>> "—" in out.data and "not trained" in out.data and "11114.0" not in out.data
     True
@@ -514,7 +526,7 @@ def show_parameters(params: Mapping, *, caption: str = "Parameters of this run")
     True
     """
     rows = pd.DataFrame({"parameter": list(params),
-                         "value": [format_value(v, digits=6) for v in params.values()]})
+                         "value": [format_value(v, digits=6, grouping=False) for v in params.values()]})
     return show_table(rows, columns={"parameter": "parameter", "value": "value"},
                       caption=caption, value_labels={})
 

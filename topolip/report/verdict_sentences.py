@@ -251,11 +251,11 @@ def claim_findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
         rows = tested[tested["claim"] == c]
         counts[c] = ", ".join(f"{n} {k}" for k, n in rows["verdict"].value_counts(
             sort=False).sort_index().items()) or "no test"
+    # the book-wide bound over families is said once, in 08's "Families" section
+    # (headline-error-bound); this paragraph starts from the primaries' joint error
     n_fam = len(fam)
     bound = min(1.0, round(n_fam * alpha, 10))
-    shows = [f"This run has {n_fam} test families (one primary and one secondary family per "
-             f"claim); at α = {alpha:g} each, the chance of at least one false decisive verdict "
-             f"in the whole book is at most {bound:.2g} (Bonferroni over families)."]
+    shows = []
     joint = _primaries_joint(tested, alpha)
     if joint:
         shows.append(joint)
