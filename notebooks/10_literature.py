@@ -71,11 +71,11 @@ from topolip.pipeline.provenance import read_table, write_table
 from topolip.report.format import glue_all, show_parameters, show_table
 from topolip.report.literature import literature_findings
 
-params = notebook_parameters(globals(), "10_literature")
-show_parameters(params)
 # torchattacks' FGSM scripts a helper with torch.jit, which torch 2.14 calls deprecated
 warnings.filterwarnings("ignore", message=".*torch.jit.script.* is deprecated",
                         category=FutureWarning)
+params = notebook_parameters(globals(), "10_literature")
+show_parameters(params)
 
 # %% tags=["hide-input"]
 # the power iterations and diagrams here run on tiny tensors: one torch thread is fastest and

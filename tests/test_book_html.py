@@ -6,11 +6,14 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from pathlib import Path
 
 import pytest
 import yaml
+
+from topolip.report.format import show_parameters
 
 bs4 = pytest.importorskip("bs4")
 
@@ -18,6 +21,8 @@ bs4 = pytest.importorskip("bs4")
 ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])/(?:home|Users|work|tmp|root|usr|opt|var|mnt)/\S+")
 NUMBER = re.compile(r"[0-9]")
 MATHJAX = re.compile(r"_static/mathjax/tex-[a-z-]+\.js")
+#: The caption of a chapter's parameter table (``topolip.report.format.show_parameters``).
+PARAMETERS_CAPTION = inspect.signature(show_parameters).parameters["caption"].default
 
 
 def chapters(root: Path) -> list[str]:
@@ -37,8 +42,9 @@ def page_problems(page: Path, *, chapter: bool) -> list[str]:
 
     Every page: no ``Traceback``, ``Warning`` or absolute path in its text, formulas typeset by
     the book's own MathJax (no script from another host). A notebook chapter (``chapter``)
-    also: every image sits in a numbered figure with a caption, there is at least one figure,
-    and after the first figure at least one paragraph of prose holds a computed (glued) number.
+    also: it shows the table of its parameters, every image sits in a numbered figure with a
+    caption, there is at least one figure, and after the first figure at least one paragraph
+    of prose holds a computed (glued) number.
     """
     soup, article = _article(page)
     name = page.name
@@ -83,6 +89,9 @@ def page_problems(page: Path, *, chapter: bool) -> list[str]:
                             f"with no output ({code!r}): merge the cells")
     if not chapter:
         return problems
+    if PARAMETERS_CAPTION not in text:  # show_parameters' table, the run's parameter values
+        problems.append(f"{name}: no table of the parameters the page was computed with "
+                        f"({PARAMETERS_CAPTION!r}: its show_parameters call is not displayed)")
     figures = article.find_all("figure")
     if not figures:
         problems.append(f"{name}: no figure")
@@ -150,7 +159,8 @@ def _page(tmp_path: Path, body: str, *, script: str = "../../_static/mathjax/tex
     return page
 
 
-GOOD = (FIGURE.format(alt="Training loss against the epoch")
+GOOD = (f'<div class="topolip-table"><table><caption>{PARAMETERS_CAPTION}</caption></table>'
+        '</div>' + FIGURE.format(alt="Training loss against the epoch")
         + '<p>The run trained <span class="pasted-text">4</span> models.</p>'
         + '<p><span class="math notranslate nohighlight">\\(x\\)</span></p>')
 
@@ -180,6 +190,7 @@ def test_checker_accepts_a_good_chapter(tmp_path):
     (GOOD, "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js", "another host"),
     (GOOD, "../../_static/mathjax/missing.js", "no local MathJax"),
     ("<p>No figure, <span class='pasted-text'>1</span>.</p>", None, "no figure"),
+    (GOOD.replace(PARAMETERS_CAPTION, "Other"), None, "no table of the parameters"),
     (SEARCH + GOOD + SEARCH, None, "2 search fields"),
     (GOOD + HIDDEN.format(code="a = 1", out="") + HIDDEN.format(code="b = a", out=""), None,
      "two 'Show code cell source' bars in a row"),

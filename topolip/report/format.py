@@ -526,7 +526,8 @@ def show_parameters(params: Mapping, *, caption: str = "Parameters of this run")
     True
     """
     rows = pd.DataFrame({"parameter": list(params),
-                         "value": [format_value(v, digits=6, grouping=False) for v in params.values()]})
+                         "value": [format_value(v, digits=6, grouping=False)
+                                   for v in params.values()]})
     return show_table(rows, columns={"parameter": "parameter", "value": "value"},
                       caption=caption, value_labels={})
 
