@@ -81,7 +81,8 @@ _RUNGS = {"fgsm": 0.30, "pgd": 0.50, "autoattack": 0.55, "square": 0.40}
 
 
 def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: float = 0.0,
-                    radius_ratio: float = 1.0, association: float = 0.0,
+                    radius_ratio: float = 1.0, weak_radius_ratio: float = 1.0,
+                    ood_topolip_ratio: float = 1.0, association: float = 0.0,
                     arch_association: bool = False,
                     batch_share: float = 0.0, flag_tied: bool = False,
                     flag_slope: float = 1.5, variance: Mapping[str, float] | None = None,
@@ -104,6 +105,13 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
     radius_ratio : float, default=1.0
         True ratio attention / convolution of the median minimal radius, both bisected
         attacks (``radius_summary``; 1: the null, of the rival claim's radius contrast too).
+    weak_radius_ratio : float, default=1.0
+        A further true ratio attention / convolution of the FGSM radius alone: the ratio of
+        radius ratios (FGSM over APGD-CE + APGD-T) the rival claim's primary contrast reads
+        (1: its null; above 1, attention's advantage is larger against the weak attack).
+    ood_topolip_ratio : float, default=1.0
+        True ratio attention / convolution of the scale-free TopoLip on every OOD set
+        (``ood_topolip_summary``; 1: the null of the out-of-distribution smoothness claim).
     association : float, default=0.0
         Within-architecture slope of the accuracy drop on the log TopoLip (0: the null).
     arch_association : bool, default=False
@@ -176,8 +184,10 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
         raise ValueError(f"n_seeds must be a positive int, got {n_seeds!r}")
     if not topolip_ratio > 0:
         raise ValueError(f"topolip_ratio must be positive, got {topolip_ratio!r}")
-    if not radius_ratio > 0:
-        raise ValueError(f"radius_ratio must be positive, got {radius_ratio!r}")
+    for name, ratio in (("radius_ratio", radius_ratio), ("weak_radius_ratio", weak_radius_ratio),
+                        ("ood_topolip_ratio", ood_topolip_ratio)):
+        if not (isinstance(ratio, (int, float)) and ratio > 0 and math.isfinite(ratio)):
+            raise ValueError(f"{name} must be a positive finite number, got {ratio!r}")
     if not (isinstance(batch_share, (int, float)) and batch_share >= 0):
         raise ValueError(f"batch_share must be a number >= 0, got {batch_share!r}")
     if not (isinstance(flag_slope, (int, float)) and math.isfinite(flag_slope)):
@@ -272,6 +282,8 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
             for method, offset in _RADIUS_METHODS.items():
                 log_r = (math.log(0.03) - 5 * level_d[arch] + offset + u_r
                          + (math.log(radius_ratio) if arch in attention else 0.0)
+                         + (math.log(weak_radius_ratio)
+                            if arch in attention and method == "fgsm" else 0.0)
                          + rng_r.normal(0, v["log_radius_method"]))
                 radii.append({"arch": arch, "seed": s, "method": method,
                               "group": f"{method}_radius", "n_images": 200,
@@ -287,7 +299,8 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
             ood_beh.append({"arch": arch, "seed": s, "dataset": "in_distribution", "n": 1000,
                             "auroc": math.nan, **dict.fromkeys(_EXTRA_AUROC, math.nan)})
             for o in _OOD_SETS:
-                log_t = level_t[arch] + 0.3 + u_t + rng.normal(0, v["log_topolip_kind"])
+                log_t = (level_t[arch] + 0.3 + u_t + rng.normal(0, v["log_topolip_kind"])
+                         + (math.log(ood_topolip_ratio) if arch in attention else 0.0))
                 ood_sum.append({"arch": arch, "seed": s, "ood_set": o,
                                 "end_to_end": math.exp(log_t),
                                 "end_to_end_scale_free": math.exp(log_t)})
