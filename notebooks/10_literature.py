@@ -146,6 +146,20 @@ show_table(verdicts[["title", "kind", "rule"]],
                    "confidence; finding: a published result re-tested in our setting.")
 
 # %% [markdown]
+# A row is only as comparable as its settings. Each source's setting stands beside ours, as
+# registered with the rule; where they differ (data, model size, training), the row's verdict
+# is about our setting, not a replication of theirs.
+
+# %% tags=["remove-input"]
+registry = {r["id"]: r for r in load_literature("data/literature.yml")}
+settings = verdicts[["id", "title"]].assign(
+    theirs=verdicts["id"].map(lambda i: registry[i]["setting_theirs"]),
+    ours=verdicts["id"].map(lambda i: registry[i]["setting_ours"]))
+show_table(settings, columns={"title": "claim", "theirs": "the source's setting",
+                              "ours": "our setting"},
+           caption="The setting of each source beside ours (data/literature.yml).")
+
+# %% [markdown]
 # ## Attention blocks against Kim et al. and Castin et al.
 #
 # {glue:text}`lit-attention-text`
