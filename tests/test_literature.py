@@ -164,7 +164,7 @@ def test_evaluate_and_planted_violation_flips_summary():
     rows = [r for r in lit.load_literature(REGISTRY) if "rival_of" not in r]
     v = lit.evaluate_literature(_tables(), rows)
     assert list(v.columns) == ["id", "kind", "title", "source", "rule", "our_number", "low",
-                               "high", "verdict", "reason", "chapter"]
+                               "high", "verdict", "reason", "chapter", "rival_of"]
     assert (v["verdict"] == "consistent").all()
     # every source has its arXiv id but the one no search found, which says so
     assert (v["source"].str.contains("arXiv:") | v["source"].str.contains("source not found")).all()
@@ -191,6 +191,27 @@ def test_evaluate_and_planted_violation_flips_summary():
     s = literature_summary(lit.evaluate_literature(t, rows))
     assert "3 agree with ours and 1 does not: OOD inputs keep longer H0 lifetimes" in s
     assert "not a fault of the tools" in s
+
+
+def test_a_finding_and_its_rival_are_one_question():
+    # every registered row: the two rivals make 6 findings ask 4 questions, and the summary
+    # and the intro's sentence say so (a reader must not add a rival's agreement as a second
+    # independent success)
+    rows = lit.load_literature(REGISTRY)
+    v = lit.evaluate_literature(_tables(), rows)
+    rivals = v.set_index("id")["rival_of"]
+    assert rivals["wheeler-complexity-rises"] == "naitzat-topology-simplifies"
+    assert (rivals != "").sum() == 2
+    found = int((v["kind"] != "machinery").sum())
+    assert found == 6
+    assert ("Of 6 published findings re-tested in our setting (4 questions: 2 of them pit a "
+            "finding against its registered rival, so at most one of each such pair can "
+            "agree), ") in literature_summary(v)
+    assert "of 6 published findings re-tested on our models (4 questions, 2 of them a finding "\
+        "against its rival) " in literature_sentence(v)
+    # a table without the column (an older run) reads as before
+    old = literature_sentence(v.drop(columns="rival_of"))
+    assert "questions" not in old and "of 6 published findings re-tested on our models " in old
 
 
 def test_evaluate_errors():

@@ -413,7 +413,8 @@ def evaluate_literature(tables: Mapping[str, pd.DataFrame],
     Returns
     -------
     DataFrame
-        Columns ``id kind title source rule our_number low high verdict reason chapter``.
+        Columns ``id kind title source rule our_number low high verdict reason chapter
+        rival_of`` (the id of the row this one is the registered rival of; empty if none).
 
     Raises
     ------
@@ -432,6 +433,8 @@ def evaluate_literature(tables: Mapping[str, pd.DataFrame],
             raise ValueError(f"literature row {row['id']!r}: rule gave {res!r}")
         out.append({"id": row["id"], "kind": row["kind"], "title": row["title"],
                     "source": _source(row["source"]),
-                    "rule": row["rule"], **res, "chapter": row["chapter"]})
+                    "rule": row["rule"], **res, "chapter": row["chapter"],
+                    "rival_of": row.get("rival_of", "")})
     return pd.DataFrame(out, columns=["id", "kind", "title", "source", "rule", "our_number",
-                                      "low", "high", "verdict", "reason", "chapter"])
+                                      "low", "high", "verdict", "reason", "chapter",
+                                      "rival_of"])

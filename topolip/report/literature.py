@@ -20,12 +20,31 @@ def _titles(rows: pd.DataFrame) -> str:
     return "; ".join(rows["title"])
 
 
+def _questions(found: pd.DataFrame, *, short: bool = False) -> str:
+    """How many questions the re-tested findings ask: a finding and its registered rival
+    (``rival_of``) are one question, of which at most one side can agree ("" when no finding
+    has a rival, or the table predates the column)."""
+    if "rival_of" not in found:
+        return ""
+    rivals = found["rival_of"].fillna("").astype(str)
+    pairs = int(((rivals != "") & rivals.isin(set(found["id"]))).sum()) if "id" in found else 0
+    if not pairs:
+        return ""
+    if short:
+        return (f" ({len(found) - pairs} questions, {pairs} of them a finding against its "
+                "rival)")
+    return (f" ({len(found) - pairs} questions: {pairs} of them "
+            f"{'pits' if pairs == 1 else 'pit'} a finding against its registered rival, so "
+            "at most one of each such pair can agree)")
+
+
 def literature_summary(verdicts: pd.DataFrame) -> str:
     """One paragraph: how the checks of our machinery and the re-tested findings came out,
     which rows failed, and what that means for the TopoLip verdicts.
 
     ``verdicts``: the ``literature`` table (``kind``, ``title``, ``verdict``, ``reason``,
-    ``chapter``), as :func:`topolip.evidence.literature.evaluate_literature` returns it.
+    ``chapter``; with ``id`` and ``rival_of``, a finding and its registered rival are counted
+    as one question), as :func:`topolip.evidence.literature.evaluate_literature` returns it.
     """
     require_columns(verdicts, ["kind", "title", "verdict", "reason", "chapter"], "literature")
     tool = verdicts[verdicts["kind"] == "machinery"]
@@ -43,7 +62,8 @@ def literature_summary(verdicts: pd.DataFrame) -> str:
     else:
         text += (", so the tools behind the TopoLip verdicts reproduce what others published; "
                  "this supports, but does not prove, those verdicts.")
-    text += (f" Of {len(found)} published findings re-tested in our setting, {found_ok} "
+    text += (f" Of {len(found)} published findings re-tested in our setting"
+             f"{_questions(found)}, {found_ok} "
              f"{'agrees' if found_ok == 1 else 'agree'} with ours")
     if len(found_bad):
         text += (f" and {len(found_bad)} {'does' if len(found_bad) == 1 else 'do'} not: "
@@ -67,8 +87,8 @@ def literature_sentence(verdicts: pd.DataFrame) -> str:
     ok = int((found["verdict"] == "consistent").sum())
     head = (f"Against the literature, {len(tool) - len(bad)} of {len(tool)} checks of our "
             "machinery hold" + (f" (failing: {'; '.join(bad)})" if bad else ""))
-    return (f"{head}, and {ok} of {len(found)} published findings re-tested on our models "
-            f"{'agrees' if ok == 1 else 'agree'} with ours.")
+    return (f"{head}, and {ok} of {len(found)} published findings re-tested on our models"
+            f"{_questions(found, short=True)} {'agrees' if ok == 1 else 'agree'} with ours.")
 
 
 def _slope(x, y) -> float:
