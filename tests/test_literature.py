@@ -228,9 +228,32 @@ def test_verdicts_tuple():
     assert np.isnan(lit.rule_confidence_limit(_confidence().assign(relu=False), {})["low"])
 
 
+def _attention_jacobian(x, a, w_v):
+    """The closed-form Jacobian of ``X ↦ softmax(X A Xᵀ) X W_vᵀ`` (rows of ``X`` are the n
+    tokens), an (nD, nD) matrix of blocks ``∂f_i/∂x_k``: with ``s_il = x_iᵀ A x_l`` and
+    ``P = softmax`` over ``l``, ``∂f_i/∂x_k = P_ik W_v + Σ_j W_v x_j ⊗ Σ_l P_ij (δ_jl − P_il)
+    (δ_ik (A x_l)ᵀ + δ_lk (Aᵀ x_i)ᵀ)``."""
+    n, dim = x.shape
+    s = x @ a @ x.T
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    v = x @ w_v.T                                   # (n, D): W_v x_j
+    jac = np.zeros((n * dim, n * dim))
+    for i in range(n):
+        for k in range(n):
+            block = p[i, k] * w_v
+            for j in range(n):
+                for m in range(n):
+                    ds = ((a @ x[m]) if i == k else 0) + ((a.T @ x[i]) if m == k else 0)
+                    block = block + np.outer(v[j], p[i, j] * ((j == m) - p[i, m]) * ds)
+            jac[i * dim:(i + 1) * dim, k * dim:(k + 1) * dim] = block
+    return jac
+
+
 def test_castin_worst_case_on_hand_sized_head():
-    """n = 2, d = 2: power iteration at the worst-case input against a finite-difference
-    Jacobian + SVD (independent of torch.func)."""
+    """n = 2, d = 2: power iteration at the worst-case input against the closed-form Jacobian
+    of one head (:func:`_attention_jacobian`) and its SVD, independent of torch.func; the
+    closed form itself is checked against central finite differences."""
     import torch
 
     from topolip.experiments.literature import castin_worst_case, head_attention, local_lipschitz
@@ -252,8 +275,14 @@ def test_castin_worst_case_on_hand_sized_head():
         fp = f(torch.as_tensor((z + e).reshape(2, 2))).numpy().ravel()
         fm = f(torch.as_tensor((z - e).reshape(2, 2))).numpy().ravel()
         jac.append((fp - fm) / (2 * h))
-    ref = np.linalg.svd(np.array(jac).T, compute_uv=False)[0]
+    exact = _attention_jacobian(x.numpy(), a, w_v.numpy())
+    assert np.array(jac).T == pytest.approx(exact, abs=1e-7)   # the closed form is right
+    ref = np.linalg.svd(exact, compute_uv=False)[0]
     assert est == pytest.approx(ref, rel=1e-6)
+    # at n = 5 the closed form still bounds and matches the power iteration
+    x5 = castin_worst_case(w_q, w_k, 2.0, 5)
+    ref5 = np.linalg.svd(_attention_jacobian(x5.numpy(), a, w_v.numpy()), compute_uv=False)[0]
+    assert local_lipschitz(f, x5, steps=200) == pytest.approx(ref5, rel=1e-6)
 
 
 def test_piecewise_affine_models_are_the_ones_hein_et_al_cover():
