@@ -184,10 +184,11 @@ show_table(settings, columns={"title": "claim", "theirs": "the source's setting"
 # ```{glue:figure} fig-lit-topology
 # :name: fig-lit-topology
 #
-# **Topology with depth and confidence far from the data (rows 3 and 4).** Left: complexity (β₀ + β₁ summed over the two digit classes) of each
-# hidden layer's activations of the ReLU and tanh MLPs, one thin line per seed and the mean
-# thick (layer 0 is the input). Right: mean max-softmax confidence on test images scaled by
-# α (log axis), one line per trained model; solid lines are piecewise-affine models (ReLU),
+# **Topology with depth and confidence far from the data (rows 3 and 4).** Left: complexity
+# (β₀ + β₁ summed over the two digit classes) of each hidden layer's activations of the ReLU
+# and tanh MLPs, one thin line per seed and the mean thick (layer 0 is the input). Right:
+# mean max-softmax confidence on test images scaled by α (log axis), one line per trained
+# model; solid lines are piecewise-affine models (ReLU),
 # dashed ones are not (softmax attention, GELU); the dotted line is the rule's 0.99. Data:
 # `tables/lit_betti.csv`, `tables/lit_confidence.csv`.
 # {glue:md}`fig-lit-topology-provenance`
