@@ -376,7 +376,8 @@ def _run_power_row(claim: str):
 
 
 @pytest.mark.parametrize("claim", ["attention-smoother", "attention-more-robust",
-                                   "attention-helps-only-weak", "attention-smoother-ood"])
+                                   "attention-helps-only-weak", "attention-smoother-ood",
+                                   "attention-ood-robust"])
 def test_the_printed_mde_is_detected_four_times_in_five_at_the_runs_own_variance(claim):
     # issue 26: 08's table prints each primary's MDE from the run's paired differences (the
     # noncentral t). Simulated at that run's sd with the true effect at the printed MDE, the
@@ -385,8 +386,10 @@ def test_the_printed_mde_is_detected_four_times_in_five_at_the_runs_own_variance
     # too large fails. The sd splits over the simulation's components as the pairs see them:
     # TopoLip 2 (model² + kind²), the radius 2 (model² + method²), the seed's cancelling; the
     # rival's contrast of radius ratios 4 method² (the model's and the seed's cancel), the OOD
-    # TopoLip 2 (model² + kind²). The OOD-robustness primary (an AUROC) is not simulated here:
-    # the run's between-seed AUROC sd (0.34) would put the simulation's AUROCs outside [0, 1].
+    # TopoLip 2 (model² + kind²), the AUROC 2 (model² + 0.01²) with the image level made
+    # negligible (the run's between-seed spread dominates it). That spread (sd 0.34 of the
+    # paired difference) puts some simulated AUROCs outside [0, 1]: the paired t the verdict
+    # code runs does not read the bounds, and the check is of the printed MDE's power.
     n = 300
     row = _run_power_row(claim)
     sd, mde, n_pairs = float(row["sd"]), float(row["mde"]), int(row["n_pairs"])
@@ -406,6 +409,10 @@ def test_the_printed_mde_is_detected_four_times_in_five_at_the_runs_own_variance
         # positive: attention's radius advantage larger against FGSM, the rival's direction
         sim = {"weak_radius_ratio": math.exp(mde),
                "variance": {"log_radius_method": sd / 2, "flag_rate": 0.0}}
+    elif claim == "attention-ood-robust":
+        sim = {"auroc_diff": mde,
+               "variance": {"auroc_model": math.sqrt(sd**2 / 2 - 0.01**2),
+                            "auroc_image": 1e-4, "flag_rate": 0.0}}
     else:
         part = sd / 2
         sim = {"ood_topolip_ratio": math.exp(-mde),
@@ -425,11 +432,20 @@ def test_the_rival_and_ood_effects_move_only_their_own_values():
 
     base = simulate_tables(3, seed=11, smoothness=False)
     moved = simulate_tables(3, seed=11, smoothness=False, weak_radius_ratio=2.0,
-                            ood_topolip_ratio=0.5)
+                            ood_topolip_ratio=0.5, auroc_diff=0.1)
     attention = set(roster.arch_names("attention"))
     for name, frame in base.items():
-        if name not in ("radius_summary", "ood_topolip_summary"):
+        if name not in ("radius_summary", "ood_topolip_summary", "ood_behaviour",
+                        "ood_resamples"):
             pd.testing.assert_frame_equal(frame, moved[name])
+    for name in ("ood_behaviour", "ood_resamples"):  # the max-softmax AUROC alone moves
+        b0, b1 = base[name], moved[name]
+        col = "auroc" if name == "ood_behaviour" else "value"
+        hit = b0["arch"].isin(attention) & (
+            b0["measure"] == "auroc" if name == "ood_resamples" else b0["auroc"].notna())
+        assert hit.any() and (~hit).any()
+        assert (b1[col] - b0[col])[hit].to_numpy() == pytest.approx(0.1)
+        pd.testing.assert_frame_equal(b0[~hit], b1[~hit])
     r0, r1 = base["radius_summary"], moved["radius_summary"]
     hit = r0["arch"].isin(attention) & (r0["method"] == "fgsm")
     assert hit.any() and (~hit).any()
@@ -443,7 +459,8 @@ def test_the_rival_and_ood_effects_move_only_their_own_values():
         simulate_tables(3, weak_radius_ratio=0.0, smoothness=False)
 
 
-@pytest.mark.parametrize("claim", ["attention-more-robust", "attention-helps-only-weak"])
+@pytest.mark.parametrize("claim", ["attention-more-robust", "attention-helps-only-weak",
+                                   "attention-ood-robust"])
 def test_a_normal_approximation_mde_fails_the_printed_mde_check(monkeypatch, claim):
     # mutation: the MDE of a z test, (z_0.975 + z_0.8) sd / sqrt(n), is too small for a paired
     # t at 5 seeds (4 degrees of freedom): the check above must reject it

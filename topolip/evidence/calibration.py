@@ -82,7 +82,8 @@ _RUNGS = {"fgsm": 0.30, "pgd": 0.50, "autoattack": 0.55, "square": 0.40}
 
 def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: float = 0.0,
                     radius_ratio: float = 1.0, weak_radius_ratio: float = 1.0,
-                    ood_topolip_ratio: float = 1.0, association: float = 0.0,
+                    ood_topolip_ratio: float = 1.0, auroc_diff: float = 0.0,
+                    association: float = 0.0,
                     arch_association: bool = False,
                     batch_share: float = 0.0, flag_tied: bool = False,
                     flag_slope: float = 1.5, variance: Mapping[str, float] | None = None,
@@ -112,6 +113,10 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
     ood_topolip_ratio : float, default=1.0
         True ratio attention / convolution of the scale-free TopoLip on every OOD set
         (``ood_topolip_summary``; 1: the null of the out-of-distribution smoothness claim).
+    auroc_diff : float, default=0.0
+        True attention − convolution difference of the max-softmax AUROC on every OOD set
+        (``ood_behaviour`` and its resamples; the logit-based detectors unchanged; 0: the
+        null of the OOD-robustness claim).
     association : float, default=0.0
         Within-architecture slope of the accuracy drop on the log TopoLip (0: the null).
     arch_association : bool, default=False
@@ -188,6 +193,8 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
                         ("ood_topolip_ratio", ood_topolip_ratio)):
         if not (isinstance(ratio, (int, float)) and ratio > 0 and math.isfinite(ratio)):
             raise ValueError(f"{name} must be a positive finite number, got {ratio!r}")
+    if not (isinstance(auroc_diff, (int, float)) and math.isfinite(auroc_diff)):
+        raise ValueError(f"auroc_diff must be a finite number, got {auroc_diff!r}")
     if not (isinstance(batch_share, (int, float)) and batch_share >= 0):
         raise ValueError(f"batch_share must be a number >= 0, got {batch_share!r}")
     if not (isinstance(flag_slope, (int, float)) and math.isfinite(flag_slope)):
@@ -304,7 +311,8 @@ def simulate_tables(n_seeds: int = 5, *, topolip_ratio: float = 1.0, drop_diff: 
                 ood_sum.append({"arch": arch, "seed": s, "ood_set": o,
                                 "end_to_end": math.exp(log_t),
                                 "end_to_end_scale_free": math.exp(log_t)})
-                auroc = 0.8 + image_effect[(arch, o)] + u_a + rng.normal(0, 0.01)
+                auroc = (0.8 + image_effect[(arch, o)] + u_a + rng.normal(0, 0.01)
+                         + (auroc_diff if arch in attention else 0.0))
                 extra = {m: 0.8 + extra_image[(m, arch, o)] + u_x[m] + rng_o.normal(0, 0.01)
                          for m in _EXTRA_AUROC}
                 ood_beh.append({"arch": arch, "seed": s, "dataset": o, "n": 1000,
