@@ -34,6 +34,63 @@ def _castin(slope=0.5, violate=False):
     return pd.DataFrame(rows)
 
 
+def _castin_real(slopes=(0.2, 0.25, 0.3)):
+    """Three heads at real tokens growing like n^slope (exactly: log-log slopes as given)."""
+    rows = [dict(arch="vit", seed=0, block=0, head=h, n=n, measured=2.0 * n ** s, n_sets=8)
+            for h, s in enumerate(slopes) for n in (2, 5, 9, 17)]
+    return pd.DataFrame(rows)
+
+
+def test_castin_real_tokens_rule_on_planted_slopes():
+    ok = lit.rule_castin_real_tokens(_castin_real(), {"max_slope": 0.5})
+    assert ok["verdict"] == "consistent" and ok["our_number"] == pytest.approx(0.25)
+    # the t-interval of three slopes 0.2, 0.25, 0.3: mean ± t(0.975, 2) · 0.05 / √3
+    half = 4.302652729911275 * 0.05 / 3 ** 0.5
+    assert (ok["low"], ok["high"]) == pytest.approx((0.25 - half, 0.25 + half))
+    assert "the source reports about 0.25 on real data" in ok["reason"]
+    # an interval reaching the worst case's 1/2 is not below it
+    wide = lit.rule_castin_real_tokens(_castin_real((0.1, 0.3, 0.5)), {"max_slope": 0.5})
+    assert wide["verdict"] == "inconsistent" and wide["high"] > 0.5
+    steep = lit.rule_castin_real_tokens(_castin_real((0.55, 0.6, 0.65)), {})
+    assert steep["verdict"] == "inconsistent" and "not below" in steep["reason"]
+    one_n = _castin_real()[lambda d: d["n"] == 9]
+    assert lit.rule_castin_real_tokens(one_n, {})["verdict"] == "not comparable"
+
+
+def test_castin_real_table_draws_the_same_tokens_for_every_model():
+    import torch
+    from torch import nn
+
+    from topolip.bounds.attention import mha_weights
+    from topolip.experiments.literature import castin_real_table, head_attention, local_lipschitz
+
+    torch.manual_seed(0)
+    blocks = {}
+    for k in (0, 1):
+        layer = nn.TransformerEncoderLayer(4, 2, dim_feedforward=8, batch_first=True).eval()
+        blocks[("vit", k)] = layer
+    x = torch.randn(3, 6, 4)
+    tokens = {key: {"self_attn": x} for key in blocks}
+    t = castin_real_table(blocks, tokens, [2, 4, 6, 9], steps=30, seed=5)
+    assert sorted(set(t["n"])) == [2, 4, 6]          # 9 > the 6 tokens of a set: skipped
+    assert len(t) == 2 * 2 * 3 and (t["n_sets"] == 3).all()
+    # one value by hand: model 1, head 1, n = 4, the median over the three sets of the head's
+    # local constant at the drawn tokens (the generator [seed, set, n])
+    mha = blocks[("vit", 1)].self_attn
+    w = mha_weights(mha)
+    sl = slice(2, 4)
+    f0 = head_attention(w["w_q"][sl], w["w_k"][sl], w["w_v"][sl])
+    wo = w["w_o"][:, sl]
+    vals = []
+    for j in range(3):
+        idx = np.random.default_rng([5, j, 4]).choice(6, 4, replace=False)
+        vals.append(local_lipschitz(lambda z: f0(z) @ wo.T, x[j, idx].double(), steps=30))
+    got = t[(t["seed"] == 1) & (t["head"] == 1) & (t["n"] == 4)]["measured"].item()
+    assert got == pytest.approx(float(np.median(vals)), rel=1e-12)
+    with pytest.raises(ValueError, match="token counts must be >= 1"):
+        castin_real_table(blocks, tokens, [0, 2])
+
+
 def _confidence(top=0.999):
     rows = []
     for arch, relu in (("resnet", True), ("conv_stack", True), ("vit", False)):
@@ -154,6 +211,7 @@ def test_sign_at_smallest_eps():
 def _tables(conf_top=0.999):
     from test_literature_topology import _adv, _betti, _ood  # the topology rows' fixtures
     return {"lit_attention_growth": _growth(), "lit_castin": _castin(),
+            "lit_castin_real": _castin_real(),
             "lit_confidence": _confidence(top=conf_top), "radii": _radii(0.0),
             "robust_curve": _curve([0.01, -0.01, 0.02, -0.02]), "lit_betti": _betti(),
             "lit_ood_h0": _ood(1e-6), "lit_adv_share": _adv()}
@@ -171,9 +229,9 @@ def test_evaluate_and_planted_violation_flips_summary():
     assert v["source"].str.contains("source not found").sum() == 1
     n_tool = int((v["kind"] == "machinery").sum())
     n_found = len(v) - n_tool
-    assert n_tool == 4 and n_found == 4
+    assert n_tool == 4 and n_found == 5
     assert literature_sentence(v) == (
-        "Against the literature, 4 of 4 checks of our machinery hold, and 4 of 4 published "
+        "Against the literature, 4 of 4 checks of our machinery hold, and 5 of 5 published "
         "findings re-tested on our models agree with ours.")
     assert "reproduce what others published" in literature_summary(v)
     # a planted violation of a machinery row (confidence edited) flips its verdict, the
@@ -189,12 +247,12 @@ def test_evaluate_and_planted_violation_flips_summary():
     t = _tables()
     t["lit_ood_h0"] = t["lit_ood_h0"].assign(p_value=0.5)
     s = literature_summary(lit.evaluate_literature(t, rows))
-    assert "3 agree with ours and 1 does not: OOD inputs keep longer H0 lifetimes" in s
+    assert "4 agree with ours and 1 does not: OOD inputs keep longer H0 lifetimes" in s
     assert "not a fault of the tools" in s
 
 
 def test_a_finding_and_its_rival_are_one_question():
-    # every registered row: the two rivals make 6 findings ask 4 questions, and the summary
+    # every registered row: the two rivals make 7 findings ask 5 questions, and the summary
     # and the intro's sentence say so (a reader must not add a rival's agreement as a second
     # independent success)
     rows = lit.load_literature(REGISTRY)
@@ -203,15 +261,15 @@ def test_a_finding_and_its_rival_are_one_question():
     assert rivals["wheeler-complexity-rises"] == "naitzat-topology-simplifies"
     assert (rivals != "").sum() == 2
     found = int((v["kind"] != "machinery").sum())
-    assert found == 6
-    assert ("Of 6 published findings re-tested in our setting (4 questions: 2 of them pit a "
+    assert found == 7
+    assert ("Of 7 published findings re-tested in our setting (5 questions: 2 of them pit a "
             "finding against its registered rival, so at most one of each such pair can "
             "agree), ") in literature_summary(v)
-    assert "of 6 published findings re-tested on our models (4 questions, 2 of them a finding "\
+    assert "of 7 published findings re-tested on our models (5 questions, 2 of them a finding "\
         "against its rival) " in literature_sentence(v)
     # a table without the column (an older run) reads as before
     old = literature_sentence(v.drop(columns="rival_of"))
-    assert "questions" not in old and "of 6 published findings re-tested on our models " in old
+    assert "questions" not in old and "of 7 published findings re-tested on our models " in old
 
 
 def test_evaluate_errors():

@@ -20,8 +20,8 @@ from topolip.report.literature import literature_findings
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPECT = ROOT / "tests/expect/literature"
-NAMES = ("lit_attention_growth", "lit_castin", "lit_betti", "lit_confidence", "lit_ood_h0",
-         "lit_adv_share", "radii", "robust_curve")
+NAMES = ("lit_attention_growth", "lit_castin", "lit_castin_real", "lit_betti",
+         "lit_confidence", "lit_ood_h0", "lit_adv_share", "radii", "robust_curve")
 
 
 @pytest.fixture(scope="module")

@@ -185,6 +185,43 @@ def rule_attention_growth(t: pd.DataFrame, params: Mapping) -> dict:
                    f"({len(t)} points)")
 
 
+def rule_castin_real_tokens(t: pd.DataFrame, params: Mapping) -> dict:
+    """Castin et al. (2024), real data: the local constant grows more slowly in n than the
+    worst case's √n.
+
+    Parameters
+    ----------
+    t : DataFrame
+        Columns ``arch seed block head n measured``: one row per head and token count n;
+        ``measured`` the median local constant over observed token sets, n tokens drawn from
+        each (:func:`topolip.experiments.literature.castin_real_table`).
+    params : mapping
+        ``max_slope`` (default 0.5): the worst case's exponent in n; ``reported`` (default
+        0.25): the exponent the source reports on real data, printed beside ours.
+
+    Returns
+    -------
+    dict
+        ``our_number`` the mean over heads of the log-log slope in n, with its 95%
+        t-interval; *consistent* when the interval's high end is below ``max_slope`` (real
+        tokens grow more slowly than the worst case); *inconsistent* otherwise; *not
+        comparable* when no head has two token counts.
+    """
+    max_slope = float(params.get("max_slope", 0.5))
+    reported = float(params.get("reported", 0.25))
+    slopes = _model_slopes(t, "n", ["arch", "seed", "block", "head"])
+    m, lo, hi = _t_interval(slopes)
+    if not len(slopes):
+        return _result(m, lo, hi, "not comparable", "no head has two token counts n")
+    high = hi if math.isfinite(hi) else m
+    ok = high < max_slope
+    return _result(m, lo, hi, "consistent" if ok else "inconsistent",
+                   f"log-log slope in n {m:.3g} (95% interval {lo:.3g} to {hi:.3g}) over "
+                   f"{len(slopes)} heads at their own tokens, n ≤ {int(t['n'].max())}: "
+                   f"{'below' if ok else 'not below'} the worst case's {max_slope:g}; the "
+                   f"source reports about {reported:g} on real data")
+
+
 def rule_castin_worst_case(t: pd.DataFrame, params: Mapping) -> dict:
     """Castin et al. (2024): at their worst-case input, measured <= min(our, their) bound.
 
@@ -382,6 +419,7 @@ def rule_sign_at_smallest_eps(t: pd.DataFrame, params: Mapping) -> dict:
 RULES: dict[str, Callable[[pd.DataFrame, Mapping], dict]] = {
     "attention_growth": rule_attention_growth,
     "castin_worst_case": rule_castin_worst_case,
+    "castin_real_tokens": rule_castin_real_tokens,
     "confidence_limit": rule_confidence_limit,
     "robust_at_eps": rule_robust_at_eps,
     "sign_at_smallest_eps": rule_sign_at_smallest_eps,

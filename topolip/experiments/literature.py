@@ -3,8 +3,9 @@
 :func:`local_lipschitz`: the local Lipschitz constant of a map at a point (power iteration on
 its Jacobian with ``torch.func.jvp``/``vjp``; a lower bound on the Lipschitz constant).
 :func:`castin_worst_case`: the worst-case input of Castin et al. (2024) for one head.
-:func:`attention_growth_table`, :func:`castin_table`, :func:`confidence_table`: the tables
-``lit_attention_growth``, ``lit_castin``, ``lit_confidence`` read by
+:func:`attention_growth_table`, :func:`castin_table`, :func:`castin_real_table`,
+:func:`confidence_table`: the tables ``lit_attention_growth``, ``lit_castin``,
+``lit_castin_real``, ``lit_confidence`` read by
 :mod:`topolip.evidence.literature`.
 """
 
@@ -20,7 +21,7 @@ from torch import nn
 
 from topolip.bounds.attention import mha_lipschitz, mha_weights
 
-__all__ = ["attention_block_inputs", "attention_growth_table", "castin_table",
+__all__ = ["attention_block_inputs", "attention_growth_table", "castin_real_table", "castin_table",
            "castin_worst_case", "confidence_table", "head_attention", "is_piecewise_affine",
            "local_lipschitz"]
 
@@ -286,6 +287,72 @@ def castin_table(models: Mapping[tuple[str, int], nn.Module], radius: float,
                                      bound_theirs=math.nan))
     return pd.DataFrame(rows, columns=["arch", "seed", "block", "head", "n", "measured",
                                        "bound_ours", "bound_theirs"])
+
+
+def castin_real_table(models: Mapping[tuple[str, int], nn.Module],
+                      tokens: Mapping[tuple[str, int], Mapping[str, torch.Tensor]],
+                      n_values: Iterable[int] = (2, 5, 9, 17), *, steps: int = 5,
+                      seed: int = 0) -> pd.DataFrame:
+    """Row 2, real tokens (Castin et al. 2024, Section 5): each head at its observed tokens.
+
+    For every head (as in :func:`castin_table`: the head as Castin et al. model it, no
+    in-projection bias, measured through its ``W_O`` column block) and token count ``n`` no
+    larger than a token set's length, ``n`` tokens are drawn without replacement from each
+    observed token set (the same draws for every model: generator ``[seed, set, n]``), and
+    the median of the local constants over the sets is kept.
+
+    Parameters
+    ----------
+    models : mapping (arch, seed) -> model
+        Trained models; every ``nn.MultiheadAttention`` in them is measured.
+    tokens : mapping (arch, seed) -> mapping block name -> tensor (m, T, D)
+        The block's observed input tokens (:func:`attention_block_inputs`), m sets of T.
+    n_values : iterable of int
+        Token counts; those above T are skipped.
+    steps : int, default=5
+        Power-iteration steps per token set.
+    seed : int, default=0
+        Seed of the token draws.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``arch seed block head n measured n_sets``.
+
+    Raises
+    ------
+    ValueError
+        If a token count is below 1.
+    """
+    n_values = [int(n) for n in n_values]
+    if any(n < 1 for n in n_values):
+        raise ValueError(f"token counts must be >= 1, got {n_values}")
+    rows = []
+    for (arch, mseed), model in models.items():
+        for name, mha in _attention_blocks(model):
+            x = tokens[(arch, mseed)][name].double()
+            m, t = x.shape[0], x.shape[1]
+            draws = {(j, n): np.random.default_rng([seed, j, n]).choice(t, n, replace=False)
+                     for j in range(m) for n in n_values if n <= t}
+            w = mha_weights(mha)
+            nh, dh = mha.num_heads, mha.embed_dim // mha.num_heads
+            for h in range(nh):
+                sl = slice(h * dh, (h + 1) * dh)
+                f0 = head_attention(w["w_q"][sl], w["w_k"][sl], w["w_v"][sl])
+                wo = w["w_o"][:, sl]
+
+                def f(z, f0=f0, wo=wo):
+                    return f0(z) @ wo.T
+
+                for n in n_values:
+                    if n > t:
+                        continue
+                    meas = [local_lipschitz(f, x[j, torch.as_tensor(draws[(j, n)])],
+                                            steps=steps) for j in range(m)]
+                    rows.append(dict(arch=arch, seed=mseed, block=name, head=h, n=n,
+                                     measured=float(np.median(meas)), n_sets=m))
+    return pd.DataFrame(rows, columns=["arch", "seed", "block", "head", "n", "measured",
+                                       "n_sets"])
 
 
 def confidence_table(models: Mapping[tuple[str, int], nn.Module], x: torch.Tensor,

@@ -20,8 +20,8 @@ TABLES = ROOT / "results/quick/tables"
 
 def main() -> None:
     """Copy the tables and the chapter's glued values."""
-    for name in ("lit_attention_growth", "lit_castin", "lit_betti", "lit_confidence", "lit_ood_h0",
-                 "lit_adv_share", "literature", "robust_curve"):
+    for name in ("lit_attention_growth", "lit_castin", "lit_castin_real", "lit_betti",
+                 "lit_confidence", "lit_ood_h0", "lit_adv_share", "literature", "robust_curve"):
         shutil.copy(TABLES / f"{name}.csv", HERE / f"{name}.csv")
     radii = pd.read_csv(TABLES / "radii.csv")
     radii = radii[radii["method"] == "autoattack"][["arch", "seed", "image", "method", "radius",
