@@ -335,6 +335,8 @@ SCHEMAS: dict[str, TableSchema] = {t.name: t for t in (
            "measured:float bound:float"),
     _table("lit_castin", "10_literature", "arch:str seed:int block:str head:int n:int "
            "measured:float bound_ours:float bound_theirs:float"),
+    _table("lit_castin_real", "10_literature", "arch:str seed:int block:str head:int n:int "
+           "measured:float n_sets:int"),
     _table("lit_confidence", "10_literature", "arch:str seed:int alpha:float relu:bool "
            "confidence:float"),
     _table("lit_betti", "10_literature", "arch:str seed:int layer:int label:int n:int "
@@ -344,7 +346,8 @@ SCHEMAS: dict[str, TableSchema] = {t.name: t for t in (
     _table("lit_adv_share", "10_literature", "arch:str seed:int fraction:float n_adv:int "
            "total_persistence:float"),
     _table("literature", "10_literature", "id:str kind:str title:str source:str rule:text "
-           "our_number:float low:float high:float verdict:str reason:text chapter:str"),
+           "our_number:float low:float high:float verdict:str reason:text chapter:str "
+           "rival_of:text", optional=("rival_of",)),
 )}
 
 
