@@ -35,9 +35,11 @@ def _castin(slope=0.5, violate=False):
 
 
 def _castin_real(slopes=(0.2, 0.25, 0.3)):
-    """Three heads at real tokens growing like n^slope (exactly: log-log slopes as given)."""
-    rows = [dict(arch="vit", seed=0, block=0, head=h, n=n, measured=2.0 * n ** s, n_sets=8)
-            for h, s in enumerate(slopes) for n in (2, 5, 9, 17)]
+    """Three ViTs (seeds), each with two heads at real tokens growing like n^(slope ± 0.05):
+    each model's mean log-log slope is exactly its ``slope``."""
+    rows = [dict(arch="vit", seed=k, block=0, head=h, n=n,
+                 measured=2.0 * n ** (s + (0.05 if h else -0.05)), n_sets=8)
+            for k, s in enumerate(slopes) for h in (0, 1) for n in (2, 5, 9, 17)]
     return pd.DataFrame(rows)
 
 
@@ -48,6 +50,9 @@ def test_castin_real_tokens_rule_on_planted_slopes():
     half = 4.302652729911275 * 0.05 / 3 ** 0.5
     assert (ok["low"], ok["high"]) == pytest.approx((0.25 - half, 0.25 + half))
     assert "the source reports about 0.25 on real data" in ok["reason"]
+    assert "over 3 models, 6 heads" in ok["reason"]     # the model is the unit
+    one_model = lit.rule_castin_real_tokens(_castin_real()[lambda d: d["seed"] == 0], {})
+    assert one_model["verdict"] == "inconsistent"       # no interval from one model
     # an interval reaching the worst case's 1/2 is not below it
     wide = lit.rule_castin_real_tokens(_castin_real((0.1, 0.3, 0.5)), {"max_slope": 0.5})
     assert wide["verdict"] == "inconsistent" and wide["high"] > 0.5

@@ -202,24 +202,29 @@ def rule_castin_real_tokens(t: pd.DataFrame, params: Mapping) -> dict:
     Returns
     -------
     dict
-        ``our_number`` the mean over heads of the log-log slope in n, with its 95%
-        t-interval; *consistent* when the interval's high end is below ``max_slope`` (real
-        tokens grow more slowly than the worst case); *inconsistent* otherwise; *not
-        comparable* when no head has two token counts.
+        ``our_number`` the mean over trained models of their heads' mean log-log slope in n
+        (the model is the unit: its heads share its training), with its 95% t-interval over
+        the models; *consistent* when the interval's high end is below ``max_slope`` (real
+        tokens grow more slowly than the worst case); *inconsistent* otherwise, or with one
+        model (no interval); *not comparable* when no head has two token counts.
     """
     max_slope = float(params.get("max_slope", 0.5))
     reported = float(params.get("reported", 0.25))
-    slopes = _model_slopes(t, "n", ["arch", "seed", "block", "head"])
-    m, lo, hi = _t_interval(slopes)
-    if not len(slopes):
+    per_model, heads = [], 0
+    for _, g in t.groupby(["arch", "seed"]):
+        slopes = _model_slopes(g, "n", ["block", "head"])
+        if slopes:
+            per_model.append(float(np.mean(slopes)))
+            heads += len(slopes)
+    m, lo, hi = _t_interval(per_model)
+    if not per_model:
         return _result(m, lo, hi, "not comparable", "no head has two token counts n")
-    high = hi if math.isfinite(hi) else m
-    ok = high < max_slope
+    ok = math.isfinite(hi) and hi < max_slope
     return _result(m, lo, hi, "consistent" if ok else "inconsistent",
-                   f"log-log slope in n {m:.3g} (95% interval {lo:.3g} to {hi:.3g}) over "
-                   f"{len(slopes)} heads at their own tokens, n ≤ {int(t['n'].max())}: "
-                   f"{'below' if ok else 'not below'} the worst case's {max_slope:g}; the "
-                   f"source reports about {reported:g} on real data")
+                   f"log-log slope in n {m:.3g} (95% interval {lo:.3g} to {hi:.3g} over "
+                   f"{len(per_model)} models, {heads} heads) at their own tokens, n ≤ "
+                   f"{int(t['n'].max())}: {'below' if ok else 'not below'} the worst case's "
+                   f"{max_slope:g}; the source reports about {reported:g} on real data")
 
 
 def rule_castin_worst_case(t: pd.DataFrame, params: Mapping) -> dict:
