@@ -253,6 +253,23 @@ def _f64_copy(mha: nn.MultiheadAttention) -> nn.MultiheadAttention:
     return m
 
 
+def _heads(mha: nn.MultiheadAttention):
+    """Each head of ``mha`` as Castin et al. model it (no in-projection bias), measured
+    through its ``W_O`` column block: yields ``(h, (w_q, w_k), f)`` with ``f`` the map
+    (n, D) -> (n, D) in float64."""
+    w = mha_weights(mha)
+    dh = mha.embed_dim // mha.num_heads
+    for h in range(mha.num_heads):
+        sl = slice(h * dh, (h + 1) * dh)
+        f0 = head_attention(w["w_q"][sl], w["w_k"][sl], w["w_v"][sl])
+        wo = w["w_o"][:, sl]
+
+        def f(z, f0=f0, wo=wo):
+            return f0(z) @ wo.T
+
+        yield h, (w["w_q"][sl], w["w_k"][sl]), f
+
+
 def castin_table(models: Mapping[tuple[str, int], nn.Module], radius: float,
                  n_values: Iterable[int] = (2, 5, 9, 17, 33, 65), *,
                  steps: int = 10) -> pd.DataFrame:
@@ -269,18 +286,9 @@ def castin_table(models: Mapping[tuple[str, int], nn.Module], radius: float,
     rows = []
     for (arch, seed), model in models.items():
         for name, mha in _attention_blocks(model):
-            w = mha_weights(mha)
-            nh, dh = mha.num_heads, mha.embed_dim // mha.num_heads
-            for h in range(nh):
-                sl = slice(h * dh, (h + 1) * dh)
-                f0 = head_attention(w["w_q"][sl], w["w_k"][sl], w["w_v"][sl])
-                wo = w["w_o"][:, sl]
-
-                def f(z, f0=f0, wo=wo):
-                    return f0(z) @ wo.T
-
+            for h, (w_q, w_k), f in _heads(mha):
                 for n in n_values:
-                    x = castin_worst_case(w["w_q"][sl], w["w_k"][sl], radius, n)
+                    x = castin_worst_case(w_q, w_k, radius, n)
                     rows.append(dict(arch=arch, seed=seed, block=name, head=h, n=int(n),
                                      measured=local_lipschitz(f, x, steps=steps),
                                      bound_ours=mha_lipschitz(mha, radius, int(n)),
@@ -334,16 +342,7 @@ def castin_real_table(models: Mapping[tuple[str, int], nn.Module],
             m, t = x.shape[0], x.shape[1]
             draws = {(j, n): np.random.default_rng([seed, j, n]).choice(t, n, replace=False)
                      for j in range(m) for n in n_values if n <= t}
-            w = mha_weights(mha)
-            nh, dh = mha.num_heads, mha.embed_dim // mha.num_heads
-            for h in range(nh):
-                sl = slice(h * dh, (h + 1) * dh)
-                f0 = head_attention(w["w_q"][sl], w["w_k"][sl], w["w_v"][sl])
-                wo = w["w_o"][:, sl]
-
-                def f(z, f0=f0, wo=wo):
-                    return f0(z) @ wo.T
-
+            for h, _, f in _heads(mha):
                 for n in n_values:
                     if n > t:
                         continue
