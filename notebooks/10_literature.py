@@ -177,8 +177,10 @@ show_table(settings, columns={"title": "claim", "theirs": "the source's setting"
 # every ViT at its test tokens rescaled to largest token norm $R$, with our closed-form bound
 # at the same $R$ (dashed); both axes logarithmic. Right (row 2): the measured constant of
 # each head at the worst-case input of Castin et al. for $n$ tokens (median over heads, one
-# line per ViT), our bound (dashed) and a slope-½ guide ($\sqrt n$). Data:
-# `tables/lit_attention_growth.csv`, `tables/lit_castin.csv`.
+# line per ViT), our bound (dashed) and a slope-½ guide ($\sqrt n$); green squares: the
+# measured constant at $n$ of each head's own observed tokens (median over heads, one line per
+# ViT) with a slope-¼ guide ($n^{1/4}$, what the source reports on real tokens). Data:
+# `tables/lit_attention_growth.csv`, `tables/lit_castin.csv`, `tables/lit_castin_real.csv`.
 # {glue:md}`fig-lit-attention-provenance`
 # ```
 #

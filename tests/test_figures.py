@@ -600,3 +600,30 @@ def test_effective_robustness_draws_a_run_where_no_model_keeps_half_its_images()
     fig = figures.plot_effective_robustness(rs, pd.DataFrame())
     assert "no finite positive median radius" in " ".join(t.get_text() for t in fig.axes[1].texts)
     plt.close(fig)
+
+
+def test_literature_attention_draws_the_real_token_medians_per_vit():
+    from pathlib import Path
+
+    d = Path(__file__).parent / "expect" / "literature"
+    growth, castin, real = (pd.read_csv(d / f"{n}.csv") for n in
+                            ("lit_attention_growth", "lit_castin", "lit_castin_real"))
+    fig = figures.plot_literature_attention(growth, castin, real)
+    right = fig.axes[1]
+    green = [ln for ln in right.get_lines() if ln.get_marker() == "s"]
+    assert len(green) == real["seed"].nunique()
+    med = real.groupby(["seed", "n"])["measured"].median()
+    for line, seed in zip(green, sorted(real["seed"].unique()), strict=True):
+        xs, ys = line.get_data()
+        np.testing.assert_allclose(ys, med.loc[seed].loc[list(xs)].to_numpy(), rtol=1e-12)
+    (guide,) = [ln for ln in right.get_lines() if ln.get_linestyle() == "-."]
+    xs, ys = (np.asarray(a, float) for a in guide.get_data())
+    np.testing.assert_allclose(np.diff(np.log(ys)) / np.diff(np.log(xs)), 0.25, rtol=1e-9)
+    assert "real tokens" in right.get_title()
+    plt.close(fig)
+    # without the real-token table the panel is the worst case alone
+    fig = figures.plot_literature_attention(growth, castin)
+    assert not [ln for ln in fig.axes[1].get_lines() if ln.get_marker() == "s"]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="lit_castin_real"):
+        figures.plot_literature_attention(growth, castin, real.drop(columns="measured"))

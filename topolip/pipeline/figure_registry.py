@@ -525,7 +525,8 @@ def _register_book_figures() -> None:
     register_figure("fig-effective-robustness", _effective_robustness,
                     tables=[t("radius_summary")], notebook="04_robustness")
     register_figure("fig-lit-attention", _plot("plot_literature_attention"),
-                    tables=[t("lit_attention_growth"), t("lit_castin")],
+                    tables=[t("lit_attention_growth"), t("lit_castin"),
+                            t("lit_castin_real")],
                     notebook="10_literature")
     register_figure("fig-lit-topology", _plot("plot_literature_topology"),
                     tables=[t("lit_betti"), t("lit_confidence")], notebook="10_literature")

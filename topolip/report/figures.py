@@ -1703,7 +1703,8 @@ _ACTIVATION_COLORS = {"relu": "0.15", "tanh": "#CC79A7"}
 
 
 @_styled
-def plot_literature_attention(growth: pd.DataFrame, castin: pd.DataFrame) -> plt.Figure:
+def plot_literature_attention(growth: pd.DataFrame, castin: pd.DataFrame,
+                              castin_real: pd.DataFrame | None = None) -> plt.Figure:
     """Rows 1 and 2: measured local constants of attention against our bound.
 
     Parameters
@@ -1714,13 +1715,31 @@ def plot_literature_attention(growth: pd.DataFrame, castin: pd.DataFrame) -> plt
     castin : pandas.DataFrame
         ``lit_castin``: ``seed``, ``block``, ``head``, ``n`` (tokens), ``measured``,
         ``bound_ours``.
+    castin_real : pandas.DataFrame, optional
+        ``lit_castin_real``: ``seed``, ``block``, ``head``, ``n``, ``measured`` (each head at
+        ``n`` of its own observed tokens, :func:`topolip.experiments.literature.
+        castin_real_table`). Drawn on the right when given and not empty.
 
     Returns
     -------
     matplotlib.figure.Figure
         Left: measured (solid) and bound (dashed) against R per block, log-log. Right: the
         median over heads of the measured constant and of our bound against n per ViT, with a
-        slope-1/2 guide through the first measured point.
+        slope-1/2 guide through the first measured point; with ``castin_real``, the median
+        over heads at real tokens per ViT (green squares) and a slope-1/4 guide through its
+        first point (the source's n^(1/4) on real tokens).
+
+    Examples
+    --------
+    >>> growth = pd.DataFrame({"seed": 0, "block": "b", "R": [1.0, 2.0],
+    ...                        "measured": [1.0, 3.0], "bound": [2.0, 8.0]})
+    >>> castin = pd.DataFrame({"seed": 0, "block": "b", "head": 0, "n": [2, 8],
+    ...                        "measured": [1.0, 2.0], "bound_ours": [3.0, 9.0]})
+    >>> real = castin.drop(columns="bound_ours").assign(measured=[0.9, 1.2])
+    >>> fig = plot_literature_attention(growth, castin, real)
+    >>> len(fig.axes[1].get_lines())   # worst case, our bound, real tokens, two guides
+    5
+    >>> plt.close(fig)
 
     Raises
     ------
@@ -1750,17 +1769,32 @@ def plot_literature_attention(growth: pd.DataFrame, castin: pd.DataFrame) -> plt
     for seed, g in med.groupby("seed"):
         g = g.sort_values("n")
         right.plot(g["n"], g["measured"], "-o", ms=3, lw=1, color="#0072B2",
-                   label="measured (median head)" if seed == med["seed"].min() else None)
+                   label="worst case (median head)" if seed == med["seed"].min() else None)
         right.plot(g["n"], g["bound_ours"], "--", lw=0.8, color="0.4",
                    label="our bound" if seed == med["seed"].min() else None)
     first = med.sort_values("n").groupby("seed").first()
     n = np.sort(med["n"].unique()).astype(float)
     right.plot(n, first["measured"].median() * np.sqrt(n / n[0]), ":", color="k", lw=1,
                label="slope ½ (√n)")
+    ticks, title = med["n"], "Row 2: worst-case input"
+    if castin_real is not None and len(castin_real):
+        require_columns(castin_real, ["seed", "block", "head", "n", "measured"],
+                        "lit_castin_real")
+        real = castin_real.groupby(["seed", "n"], as_index=False)["measured"].median()
+        for seed, g in real.groupby("seed"):
+            g = g.sort_values("n")
+            right.plot(g["n"], g["measured"], "-s", ms=3, lw=1, color="#009E73",
+                       label="real tokens (median head)" if seed == real["seed"].min()
+                       else None)
+        start = real.sort_values("n").groupby("seed").first()
+        nr = np.sort(real["n"].unique()).astype(float)
+        right.plot(nr, start["measured"].median() * (nr / nr[0]) ** 0.25, "-.", color="k",
+                   lw=1, label=r"slope ¼ ($n^{1/4}$)")
+        ticks, title = pd.concat([ticks, real["n"]]), "Row 2: worst-case and real tokens"
     right.set(xscale="log", yscale="log", xlabel="tokens n",
-              ylabel="local Lipschitz constant", title="Row 2: worst-case input")
-    _log_ticks(right, med["n"])
-    right.legend(frameon=False, fontsize=8, loc="center left")
+              ylabel="local Lipschitz constant", title=title)
+    _log_ticks(right, ticks)
+    right.legend(frameon=False, fontsize=8, loc="center left", bbox_to_anchor=(0, 0.52))
     fig.tight_layout()
     return fig
 
