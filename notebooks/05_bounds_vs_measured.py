@@ -105,13 +105,14 @@ _ = glue_all(bounds_findings({"bounds": bounds, "topolip": measured}, params,
 #
 # ```{glue:figure} fig-bounds-vs-measured
 # :name: fig-bounds-vs-measured
-# :alt: For each architecture, left: the bound two times L per layer as a black line above the measured ratio of bottleneck displacement to the previous layer's largest displacement; right: the measured bottleneck displacement, the envelope two epsilon and the chained bound per layer, log axes.
+# :alt: For each architecture, one colour per perturbation, left: the bound two times L per layer as a solid line above the dashed measured ratio of bottleneck displacement to the previous layer's largest displacement; right: the measured bottleneck displacement, the envelope two epsilon and the chained bound per layer, log axes.
 #
-# Left: the bound $2L_\ell$ (black, margin $\varepsilon_{\ell-1}$) and the measured ratio
-# $W_{\infty,\infty,\ell}/\varepsilon_{\ell-1}$ (one colour per perturbation) at each probe
-# point. Right: the measured bottleneck displacement $W_{\infty,\infty,\ell}$ (solid), the
-# measured envelope $2\varepsilon_\ell$ (dashed) and the chained bound
-# $2\prod_{j\le\ell}L_j\varepsilon_0$ with measured margins (dotted). Means over seeds; log
+# One colour per perturbation. Left: the bound $2L_\ell$ (solid, at the perturbation's own
+# margin $\varepsilon_{\ell-1}$) and the measured ratio
+# $W_{\infty,\infty,\ell}/\varepsilon_{\ell-1}$ (dashed) at each probe point. Right: the
+# measured bottleneck displacement $W_{\infty,\infty,\ell}$ (solid), the measured envelope
+# $2\varepsilon_\ell$ (dashed) and the chained bound $2\prod_{j\le\ell}L_j\varepsilon_0$ with
+# measured margins (dotted). Means over seeds; log
 # axes. Data: {glue:text}`bounds-data`. {glue:md}`fig-bounds-vs-measured-provenance`
 # ```
 #

@@ -627,3 +627,22 @@ def test_literature_attention_draws_the_real_token_medians_per_vit():
     plt.close(fig)
     with pytest.raises(ValueError, match="lit_castin_real"):
         figures.plot_literature_attention(growth, castin, real.drop(columns="measured"))
+
+
+def test_bounds_figure_has_one_legend_and_no_colour_of_a_family():
+    rows = [dict(arch=a, seed=0, perturbation=k, depth=d, layer=f"l{d}",
+                 ratio=float("nan") if d == 0 else 0.5, two_lip=float("nan") if d == 0 else 4.0,
+                 bottleneck=0.1 * (d + 1), envelope=0.3 * (d + 1), envelope_chain=0.3 * 3 ** d)
+            for a in ("vit", "resnet") for k in ("fgsm", "pgd", "gaussian_noise")
+            for d in range(4)]
+    fig = figures.plot_bounds_vs_measured(pd.DataFrame(rows))
+    try:
+        assert all(ax.get_legend() is None for ax in fig.axes) and len(fig.legends) == 1
+        texts = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert {"FGSM", "PGD", "Gaussian noise"} <= set(texts)
+        family = {mcolors.to_hex(c) for c in ARCH_COLORS.values()}
+        drawn = {mcolors.to_hex(ln.get_color()) for ax in fig.axes for ln in ax.get_lines()}
+        assert len(drawn) == 3 and not drawn & family     # one colour per kind, none a family's
+        assert "#000000" not in drawn                     # no unlabelled black bound lines
+    finally:
+        plt.close(fig)

@@ -24,6 +24,7 @@ import matplotlib.transforms as mtransforms
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.lines import Line2D
 
 from topolip import roster
 from topolip.report.format import ARCH_COLORS, ARCH_DASHES, ARCH_MARKERS, shown_kind
@@ -42,6 +43,11 @@ __all__ = [
 
 #: Width of every figure, inches: the book's text column, so figures are not shrunk.
 FIG_WIDTH = 7.5
+
+#: Colours of perturbation kinds where a figure needs one per kind (Okabe–Ito via seaborn's
+#: ``colorblind``), leaving out the blue, orange and vermillion that mark architecture families
+#: (:data:`topolip.report.format.ARCH_COLORS`): green, purple, brown, grey, yellow, pink.
+KIND_COLORS = tuple(sns.color_palette("colorblind")[i] for i in (2, 4, 5, 7, 8, 6))
 
 #: Matplotlib settings of every figure (fonts >= 9 pt at display size).
 STYLE = {
@@ -1307,8 +1313,11 @@ def plot_bounds_vs_measured(table: pd.DataFrame, *, profile_note: str | None = N
     Returns
     -------
     matplotlib.figure.Figure
-        One row per architecture. Left: 2·L_ℓ (black) over the measured ratio (one colour per
-        perturbation). Right: W∞∞,ℓ (solid), 2ε_ℓ (dashed) and the chained bound (dotted).
+        One row per architecture, one colour per perturbation (:data:`KIND_COLORS`). Left:
+        2·L_ℓ (solid, with the kind's own margin) over the measured ratio (dashed, markers).
+        Right: W∞∞,ℓ (solid, markers), 2ε_ℓ (dashed) and the chained bound (dotted). One
+        legend above the panels: the colours in its first column, the line styles in its
+        second.
 
     Raises
     ------
@@ -1323,15 +1332,15 @@ def plot_bounds_vs_measured(table: pd.DataFrame, *, profile_note: str | None = N
     ...                   "bottleneck": [0.1, 0.2], "envelope": [0.4, 0.5],
     ...                   "envelope_chain": [0.4, 1.6]})
     >>> fig = plot_bounds_vs_measured(t); [ax.get_title() for ax in fig.axes]
-    ['ViT: per-layer growth', 'ViT: displacement and envelope']
+    ['ViT: per-layer growth', 'ViT: displacement']
     >>> plt.close(fig)
     """
     _require(table, ["arch", "perturbation", "depth", "layer", "ratio", "two_lip",
                      "bottleneck", "envelope", "envelope_chain"], "table")
     archs = _order(table["arch"])
     kinds = list(dict.fromkeys(table["perturbation"]))
-    colors = dict(zip(kinds, sns.color_palette("colorblind")[2:], strict=False))
-    fig, axes = plt.subplots(len(archs), 2, figsize=(FIG_WIDTH, 2.7 * len(archs) + 0.7),
+    colors = dict(zip(kinds, KIND_COLORS, strict=False))
+    fig, axes = plt.subplots(len(archs), 2, figsize=(FIG_WIDTH, 2.7 * len(archs) + 1.0),
                              squeeze=False)
     for i, arch in enumerate(archs):
         part = table[table["arch"] == arch]
@@ -1339,35 +1348,39 @@ def plot_bounds_vs_measured(table: pd.DataFrame, *, profile_note: str | None = N
                 .mean(numeric_only=True).reset_index().sort_values("depth"))
         labels = list(dict.fromkeys(mean.sort_values("depth")["layer"]))
         ax = axes[i, 0]
-        for kind in kinds:
+        for kind in kinds:   # the bound's margin is the kind's own, so one bound per kind
             m = mean[(mean["perturbation"] == kind) & (mean["depth"] > 0)]
-            ax.plot(m["depth"], m["two_lip"], "-", color="k", lw=1.2,
-                    label="2·L$_\\ell$ (margin ε$_{\\ell-1}$)" if kind == kinds[0] else None)
-            ax.plot(m["depth"], m["ratio"], "--o", color=colors[kind], ms=4,
-                    label=f"W$_{{\\infty,\\infty,\\ell}}$ / ε$_{{\\ell-1}}$, {_name(kind)}")
+            ax.plot(m["depth"], m["two_lip"], "-", color=colors[kind], lw=1.4)
+            ax.plot(m["depth"], m["ratio"], "--o", color=colors[kind], ms=4, lw=1)
         ax.set_title(f"{_name(arch)}: per-layer growth")
         ax.set_ylabel("ratio")
         ax = axes[i, 1]
         for kind in kinds:
             m = mean[mean["perturbation"] == kind]
-            ax.plot(m["depth"], m["bottleneck"], "-o", color=colors[kind], ms=4,
-                    label=f"W$_{{\\infty,\\infty,\\ell}}$, {_name(kind)}")
-            ax.plot(m["depth"], m["envelope"], "--", color=colors[kind],
-                    label=f"2ε$_\\ell$, {_name(kind)}")
-            ax.plot(m["depth"], m["envelope_chain"], ":", color=colors[kind],
-                    label=f"2·∏L$_j$·ε$_0$, {_name(kind)}")
-        ax.set_title(f"{_name(arch)}: displacement and envelope")
+            ax.plot(m["depth"], m["bottleneck"], "-o", color=colors[kind], ms=4, lw=1)
+            ax.plot(m["depth"], m["envelope"], "--", color=colors[kind], lw=1)
+            ax.plot(m["depth"], m["envelope_chain"], ":", color=colors[kind], lw=1.4)
+        ax.set_title(f"{_name(arch)}: displacement")
         ax.set_ylabel("activation units")
         for ax in axes[i]:
             _log_axis(ax)
             ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
-    for j, ncol in ((0, 1), (1, 1)):
-        handles, labels = axes[0, j].get_legend_handles_labels()
-        axes[0, j].legend(handles, labels, loc="lower left", bbox_to_anchor=(0, 1.12),
-                          ncol=ncol, frameon=False, fontsize=9)
+    # one legend for the figure: colour is the perturbation, line style the quantity
+    key = [Line2D([], [], color=colors[k], lw=3, label=_name(k)) for k in kinds]
+    style = [Line2D([], [], color="0.2", ls=ls, marker=mk, ms=4, lw=1.2, label=lab)
+             for ls, mk, lab in (
+                 ("-", "", "left: bound 2·L$_\\ell$ (margin ε$_{\\ell-1}$)"),
+                 ("--", "o", "left: measured W$_{\\infty,\\infty,\\ell}$ / ε$_{\\ell-1}$"),
+                 ("-", "o", "right: measured W$_{\\infty,\\infty,\\ell}$"),
+                 ("--", "", "right: envelope 2ε$_\\ell$"),
+                 (":", "", "right: chained bound 2·∏L$_j$·ε$_0$"))]
+    rows = max(len(key), len(style))   # column 1 the colours, column 2 the line styles
+    key += [Line2D([], [], ls="none", label=" ")] * (rows - len(key))
+    fig.legend(handles=key + style, loc="upper center", bbox_to_anchor=(0.5, 1.0),
+               ncol=2, frameon=False, fontsize=9)
     _note(fig, profile_note)
     _label_log_axes(fig)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - (0.2 * rows + 0.1) / fig.get_figheight()))
     return fig
 
 
