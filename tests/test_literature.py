@@ -170,6 +170,30 @@ def test_attention_growth_and_planted_bound_violation():
     assert flat["verdict"] == "inconsistent"
 
 
+def test_attention_rows_take_the_trained_model_as_their_unit():
+    # model 0: three blocks growing like R^1, model 1: one block like R^2, model 2: one like
+    # R^1.5. Over blocks the mean would be 1.3; over models it is (1 + 2 + 1.5) / 3 = 1.5,
+    # with the t-interval of three values
+    rows = [dict(arch="vit", seed=seed, block=b, R=r, measured=r ** s, bound=100 * r ** 3)
+            for seed, slopes in ((0, (1.0, 1.0, 1.0)), (1, (2.0,)), (2, (1.5,)))
+            for b, s in enumerate(slopes) for r in (1, 2, 4, 8)]
+    got = lit.rule_attention_growth(pd.DataFrame(rows), {})
+    half = 4.302652729911275 * 0.5 / 3 ** 0.5
+    assert got["our_number"] == pytest.approx(1.5)
+    assert (got["low"], got["high"]) == pytest.approx((1.5 - half, 1.5 + half))
+    assert got["verdict"] == "consistent" and "over 3 models, 5 blocks" in got["reason"]
+    # Castin's worst case likewise: heads within a model are averaged first
+    heads = [dict(arch="vit", seed=seed, block=0, head=h, n=n, measured=n ** s,
+                  bound_ours=100 * n, bound_theirs=np.nan)
+             for seed, slopes in ((0, (0.0, 0.0, 0.0)), (1, (0.3,)))
+             for h, s in enumerate(slopes) for n in (2, 5, 9)]
+    got = lit.rule_castin_worst_case(pd.DataFrame(heads), {})
+    half = 12.706204736174698 * (0.3 / 2 ** 0.5) / 2 ** 0.5
+    assert got["our_number"] == pytest.approx(0.15)
+    assert (got["low"], got["high"]) == pytest.approx((0.15 - half, 0.15 + half))
+    assert "over 2 models, 4 heads" in got["reason"]
+
+
 def test_castin_rule():
     ok = lit.rule_castin_worst_case(_castin(), {"max_slope": 0.5})
     assert ok["verdict"] == "consistent" and ok["our_number"] == pytest.approx(0.5)

@@ -142,6 +142,27 @@ def _model_slopes(t: pd.DataFrame, x: str, keys: list[str]) -> list[float]:
     return out
 
 
+def _per_model_slopes(t: pd.DataFrame, x: str, within: list[str]) -> tuple[list[float], int]:
+    """Each trained model's (``arch``, ``seed``) mean log-log slope of ``measured`` on ``x``
+    over its units ``within`` (blocks or heads: they share the model's training, so the model
+    is the unit of the interval), and the number of units fitted."""
+    per_model, units = [], 0
+    for _, g in t.groupby(["arch", "seed"]):
+        slopes = _model_slopes(g, x, within)
+        if slopes:
+            per_model.append(float(np.mean(slopes)))
+            units += len(slopes)
+    return per_model, units
+
+
+def _over_models(lo: float, hi: float, n_models: int, units: int, unit: str) -> str:
+    """``"95% interval lo to hi over N models, U heads"`` (no interval from one model)."""
+    span = (f"95% interval {lo:.3g} to {hi:.3g}" if math.isfinite(lo) and math.isfinite(hi)
+            else "no interval")
+    return (f"{span} over {n_models} model{'s' if n_models != 1 else ''}, {units} "
+            f"{unit}{'s' if units != 1 else ''}")
+
+
 def _violations(t: pd.DataFrame, bound_cols: Sequence[str], rtol: float) -> pd.DataFrame:
     bound = t[list(bound_cols)].min(axis=1)
     return t[t["measured"] > bound * (1 + rtol)]
@@ -161,12 +182,14 @@ def rule_attention_growth(t: pd.DataFrame, params: Mapping) -> dict:
     Returns
     -------
     dict
-        ``our_number`` the mean over blocks of the log-log slope of measured on R, with its
-        95% t-interval; *consistent* when the interval's low end is > 0 and no bound is below
-        its measured constant; *inconsistent* otherwise.
+        ``our_number`` the mean over trained models of their blocks' mean log-log slope of
+        measured on R (the model is the unit: its blocks share its training), with its 95%
+        t-interval over the models; *consistent* when the interval's low end is > 0 (the mean
+        itself with one model) and no bound is below its measured constant; *inconsistent*
+        otherwise.
     """
     rtol = float(params.get("rtol", 1e-6))
-    slopes = _model_slopes(t, "R", ["arch", "seed", "block"])
+    slopes, blocks = _per_model_slopes(t, "R", ["block"])
     m, lo, hi = _t_interval(slopes)
     bad = _violations(t, ["bound"], rtol)
     if len(bad):
@@ -180,7 +203,7 @@ def rule_attention_growth(t: pd.DataFrame, params: Mapping) -> dict:
         return _result(m, lo, hi, "not comparable", "no block has two scales R to fit a slope")
     grows = (lo if math.isfinite(lo) else m) > 0
     return _result(m, lo, hi, "consistent" if grows else "inconsistent",
-                   f"slope {m:.3g} over {len(slopes)} blocks "
+                   f"slope {m:.3g} ({_over_models(lo, hi, len(slopes), blocks, 'block')}) "
                    f"{'grows' if grows else 'does not grow'} with R; every bound ≥ measured "
                    f"({len(t)} points)")
 
@@ -210,19 +233,15 @@ def rule_castin_real_tokens(t: pd.DataFrame, params: Mapping) -> dict:
     """
     max_slope = float(params.get("max_slope", 0.5))
     reported = float(params.get("reported", 0.25))
-    per_model, heads = [], 0
-    for _, g in t.groupby(["arch", "seed"]):
-        slopes = _model_slopes(g, "n", ["block", "head"])
-        if slopes:
-            per_model.append(float(np.mean(slopes)))
-            heads += len(slopes)
+    per_model, heads = _per_model_slopes(t, "n", ["block", "head"])
     m, lo, hi = _t_interval(per_model)
     if not per_model:
         return _result(m, lo, hi, "not comparable", "no head has two token counts n")
     ok = math.isfinite(hi) and hi < max_slope
     return _result(m, lo, hi, "consistent" if ok else "inconsistent",
-                   f"log-log slope in n {m:.3g} (95% interval {lo:.3g} to {hi:.3g} over "
-                   f"{len(per_model)} models, {heads} heads) at their own tokens, n ≤ "
+                   f"log-log slope in n {m:.3g} "
+                   f"({_over_models(lo, hi, len(per_model), heads, 'head')}) at their own "
+                   "tokens, n ≤ "
                    f"{int(t['n'].max())}: {'below' if ok else 'not below'} the worst case's "
                    f"{max_slope:g}; the source reports about {reported:g} on real data")
 
@@ -243,13 +262,14 @@ def rule_castin_worst_case(t: pd.DataFrame, params: Mapping) -> dict:
     Returns
     -------
     dict
-        ``our_number`` the mean slope of log measured on log n over heads, with its interval;
-        *inconsistent* on any bound violation or when the slope's low end exceeds
-        ``max_slope``; else *consistent*.
+        ``our_number`` the mean over trained models of their heads' mean slope of log
+        measured on log n (the model is the unit), with its 95% t-interval over the models;
+        *inconsistent* on any bound violation or when the slope's low end (the mean itself
+        with one model) exceeds ``max_slope``; else *consistent*.
     """
     rtol = float(params.get("rtol", 1e-6))
     max_slope = float(params.get("max_slope", 0.5))
-    slopes = _model_slopes(t, "n", ["arch", "seed", "block", "head"])
+    slopes, heads = _per_model_slopes(t, "n", ["block", "head"])
     m, lo, hi = _t_interval(slopes)
     bad = _violations(t, ["bound_ours", "bound_theirs"], rtol)
     if len(bad):
@@ -267,7 +287,8 @@ def rule_castin_worst_case(t: pd.DataFrame, params: Mapping) -> dict:
     low = lo if math.isfinite(lo) else m
     ok = low <= max_slope * (1 + rtol)
     return _result(m, lo, hi, "consistent" if ok else "inconsistent",
-                   f"no violation over {len(t)} (head, n) points; log-log slope in n {m:.3g}, "
+                   f"no violation over {len(t)} (head, n) points; log-log slope in n {m:.3g} "
+                   f"({_over_models(lo, hi, len(slopes), heads, 'head')}), "
                    f"{'within' if ok else 'above'} their exponent {max_slope:g}")
 
 
