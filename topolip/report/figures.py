@@ -1785,10 +1785,7 @@ def plot_literature_attention(growth: pd.DataFrame, castin: pd.DataFrame,
                    label="worst case (median head)" if seed == med["seed"].min() else None)
         right.plot(g["n"], g["bound_ours"], "--", lw=0.8, color="0.4",
                    label="our bound" if seed == med["seed"].min() else None)
-    first = med.sort_values("n").groupby("seed").first()
-    n = np.sort(med["n"].unique()).astype(float)
-    right.plot(n, first["measured"].median() * np.sqrt(n / n[0]), ":", color="k", lw=1,
-               label="slope ½ (√n)")
+    _slope_guide(right, med, 0.5, ":", "slope ½ (√n)")
     ticks, title = med["n"], "Row 2: worst-case input"
     if castin_real is not None and len(castin_real):
         require_columns(castin_real, ["seed", "block", "head", "n", "measured"],
@@ -1799,10 +1796,7 @@ def plot_literature_attention(growth: pd.DataFrame, castin: pd.DataFrame,
             right.plot(g["n"], g["measured"], "-s", ms=3, lw=1, color="#009E73",
                        label="real tokens (median head)" if seed == real["seed"].min()
                        else None)
-        start = real.sort_values("n").groupby("seed").first()
-        nr = np.sort(real["n"].unique()).astype(float)
-        right.plot(nr, start["measured"].median() * (nr / nr[0]) ** 0.25, "-.", color="k",
-                   lw=1, label=r"slope ¼ ($n^{1/4}$)")
+        _slope_guide(right, real, 0.25, "-.", r"slope ¼ ($n^{1/4}$)")
         ticks, title = pd.concat([ticks, real["n"]]), "Row 2: worst-case and real tokens"
     right.set(xscale="log", yscale="log", xlabel="tokens n",
               ylabel="local Lipschitz constant", title=title)
@@ -1810,6 +1804,16 @@ def plot_literature_attention(growth: pd.DataFrame, castin: pd.DataFrame,
     right.legend(frameon=False, fontsize=8, loc="center left", bbox_to_anchor=(0, 0.52))
     fig.tight_layout()
     return fig
+
+
+def _slope_guide(ax, med: pd.DataFrame, exponent: float, ls: str, label: str) -> None:
+    """A black guide line of log-log slope ``exponent`` over the token counts of ``med``
+    (``seed``, ``n``, ``measured``: one median curve per ViT), through the median over the
+    ViTs of their first measured point."""
+    first = med.sort_values("n").groupby("seed").first()
+    n = np.sort(med["n"].unique()).astype(float)
+    ax.plot(n, first["measured"].median() * (n / n[0]) ** exponent, ls, color="k", lw=1,
+            label=label)
 
 
 def _log_ticks(ax, values) -> None:
