@@ -116,7 +116,8 @@ with TaskRunner(scheduler, n_workers=n_workers) as runner:
     radii = map_models(
         models, radii_trained, runner=runner, data=data, n_images=n_radius,
         eps_max=radius_eps_max, steps=radius_steps, apgd_steps=apgd_steps,
-        n_target_classes=apgd_target_classes, n_check=radius_check_images,
+        n_target_classes=apgd_target_classes, pgd_steps=ladder_pgd_steps,
+        pgd_restarts=ladder_pgd_restarts, n_check=radius_check_images,
         fab_steps=fab_steps, desc="radii")
     # accuracy held fixed: the more accurate model of each seed's primary pair again, at the
     # epoch of its training whose validation accuracy is nearest the other's (weights kept by 01)
@@ -125,7 +126,8 @@ with TaskRunner(scheduler, n_workers=n_workers) as runner:
     radii_matched = map_models(
         matched, matched_radii_trained, runner=runner, data=data, n_images=n_radius,
         eps_max=radius_eps_max, steps=radius_steps, apgd_steps=apgd_steps,
-        n_target_classes=apgd_target_classes, n_check=0, desc="matched radii") \
+        n_target_classes=apgd_target_classes, n_check=0, methods=("autoattack",),
+        desc="matched radii") \
         if len(matched) else None
 _ = write_table(matched_summary(radii_matched, matched), tables / "radius_matched.csv", params)
 _ = write_table(radii, tables / "radii.csv", params)
@@ -219,8 +221,8 @@ show_table(attack_ladder_table(ladder), digits=2, na_reason="one seed: no spread
 # seed's first {glue:text}`rd-n-images` test images (the first of them those of the ladder),
 # each image's radius is bracketed on the grid $\varepsilon_{\max}, \varepsilon_{\max}/4,
 # \dots$ from $\varepsilon_{\max} =$ {glue:text}`rd-eps-max` and then bisected
-# {glue:text}`rd-steps` times on the log scale, with the ladder's APGD-CE + APGD-T at every
-# budget (and, for the weak-against-strong contrast, with FGSM): the reported radius is the
+# {glue:text}`rd-steps` times on the log scale, once with each white-box rung of the ladder
+# (APGD-CE + APGD-T, PGD and FGSM, each as above, at every budget): the reported radius is the
 # smallest budget at which the attack found an adversarial image, an upper bound on the true
 # minimum within {glue:text}`rd-width`% of the last budget that failed. Every reported image
 # is checked (misclassified, inside $[0, 1]$ and within the reported norm);
@@ -234,15 +236,20 @@ show_table(attack_ladder_table(ladder), digits=2, na_reason="one seed: no spread
 # {glue:text}`rd-check-only-fab` images the bisection did not.
 #
 # Median radius per architecture (geometric mean over seeds; pixels of $[0, 1]$): under
-# APGD-CE + APGD-T {glue:text}`rd-autoattack-ranking`; under FGSM {glue:text}`rd-fgsm-ranking`
-# ({numref}`fig-radius-curves`). Which family breaks later is decided in {doc}`08_verdict` on
-# the APGD-CE + APGD-T median radius, paired by seed.
+# APGD-CE + APGD-T {glue:text}`rd-autoattack-ranking`; under PGD {glue:text}`rd-pgd-ranking`;
+# under FGSM {glue:text}`rd-fgsm-ranking` ({numref}`fig-radius-curves`). PGD's median radius
+# over APGD-CE + APGD-T's, geometric mean over the models, is {glue:text}`rd-pgd-over-aa` (1:
+# PGD breaks a model's images where the strongest attack does, above 1 only at larger
+# budgets; both are read on the bisection's grid). Which family breaks later is decided in {doc}`08_verdict` on the APGD-CE +
+# APGD-T median radius, paired by seed; the PGD and FGSM radii are its secondaries, and the
+# rival claim reads FGSM against each of the two stronger attacks.
 #
 # ```{glue:figure} fig-radius-curves
 # :name: fig-radius-curves
-# :alt: Robust accuracy against the L-infinity budget on a log axis, one panel per attack (FGSM, APGD-CE + APGD-T), one line per trained model coloured by architecture.
+# :alt: Robust accuracy against the L-infinity budget on a log axis, one panel per attack (FGSM, PGD, APGD-CE + APGD-T), one line per trained model coloured by architecture.
 #
-# Robust accuracy read off the minimal radii over an $\varepsilon$ grid of
+# Robust accuracy read off the minimal radii of each white-box rung of the ladder (FGSM, PGD,
+# APGD-CE + APGD-T; weak to strong) over an $\varepsilon$ grid of
 # {glue:text}`rd-n-grid` budgets from {glue:text}`rd-grid` (pixel units, log axis), chosen so
 # that every model starts at ≥ 0.9 and ends at ≤ 0.1 of its clean accuracy under
 # APGD-CE + APGD-T; one line per model (seed), one colour per architecture; dotted: one half,

@@ -147,17 +147,19 @@ display(Markdown(found["shows"]))
 #
 # *Attention is more robust* is decided on the **median minimal adversarial radius** of each
 # model ({doc}`04_robustness`): the $L_\infty$ budget at which APGD-CE + APGD-T leaves half
-# the images, compared as a paired ratio attention / convolution on the log scale. The
-# fixed-budget rungs of the attack ladder (FGSM, PGD, APGD-CE + APGD-T at the TopoLip budget)
-# are secondaries, and a rung where any model of either side (one seed) keeps a robust
+# the images, compared as a paired ratio attention / convolution on the log scale. The median
+# radii under PGD and FGSM, and the fixed-budget rungs of the attack ladder (FGSM, PGD,
+# APGD-CE + APGD-T at the TopoLip budget), are secondaries, and a rung where any model of either side (one seed) keeps a robust
 # accuracy of at most {glue:text}`vd-floor-low` or at least {glue:text}`vd-floor-high` of the
 # images is *floor/ceiling*: that model's accuracy drop measures its clean accuracy, so the row
 # is not tested and leaves the Holm family (dropping the floored seeds instead would pick the
 # pairs by their outcome). A row is flagged when the verdict changes with attack strength or when a
 # model of the pair failed a gradient-masking check. The rival claim *self-attention helps
 # only against weak attacks* tests, per seed, whether attention's radius advantage is larger
-# under FGSM than under APGD-CE + APGD-T (its primary, off the floor by construction), and the
-# same on the accuracy drops at the TopoLip budget where both sides are off the floor.
+# under FGSM than under APGD-CE + APGD-T (its primary, off the floor by construction), as a
+# secondary whether it is larger under FGSM than under PGD (the attack the counter-result
+# names), and the same two contrasts on the accuracy drops at the TopoLip budget where both
+# sides are off the floor.
 
 # %% tags=["remove-input"]
 show_table(ladder_table(verdicts),

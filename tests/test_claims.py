@@ -338,6 +338,37 @@ def test_rival_claim_on_the_radii_compares_log_advantages():
     assert r["pvalue"] == pytest.approx(st.ttest_rel(adv_w, adv_s).pvalue)
     assert r["verdict"] == "supported"          # the ViT's advantage only under FGSM
     assert v.loc["fgsm vs autoattack", "role"] == "secondary"
+    assert "fgsm_radius vs pgd_radius" not in v.index   # no PGD radii, no PGD radius row
+
+
+def test_rival_claim_on_the_pgd_radii_is_a_secondary_of_its_own():
+    """With PGD's radii too, the (FGSM, PGD) contrast is also read on the radii: a secondary
+    row, its ratio of radius ratios by hand; the primary (FGSM against APGD-CE + APGD-T) is as
+    without it."""
+    radii = {("vit", "fgsm"): [0.05, 0.06, 0.055, 0.05],
+             ("resnet", "fgsm"): [0.04, 0.05, 0.045, 0.04],
+             ("vit", "pgd"): [0.02, 0.018, 0.025, 0.021],
+             ("resnet", "pgd"): [0.03, 0.04, 0.033, 0.035],
+             ("vit", "autoattack"): [0.01, 0.012, 0.011, 0.01],
+             ("resnet", "autoattack"): [0.03, 0.035, 0.033, 0.03]}
+    drops = {(a, k): [0.3] * 4 for a in ("vit", "resnet") for k in ("fgsm", "pgd", "autoattack")}
+    c = Claim("weak", "x", "t", "helps_only_weak", {},
+              {"comparison": "vit vs resnet", "group": "fgsm_radius vs autoattack_radius"})
+    tables = {"robustness": _robustness(drops), "topolip_summary": _topolip_eps()}
+    v = evaluate([c], {**tables, "radius_summary": _radius_summary(radii)}).set_index("group")
+    r = v.loc["fgsm_radius vs pgd_radius"]
+    adv_w = np.log(radii[("vit", "fgsm")]) - np.log(radii[("resnet", "fgsm")])
+    adv_s = np.log(radii[("vit", "pgd")]) - np.log(radii[("resnet", "pgd")])
+    assert r["role"] == "secondary" and r["scale"] == "log"
+    assert r["ratio"] == pytest.approx(math.exp((adv_w - adv_s).mean()))
+    assert r["pvalue"] == pytest.approx(st.ttest_rel(adv_w, adv_s).pvalue)
+    assert "from PGD to FGSM" in r["detail"]
+    without = {k: x for k, x in radii.items() if k[1] != "pgd"}
+    alone = evaluate([c], {**tables, "radius_summary": _radius_summary(without)})
+    p = v.loc["fgsm_radius vs autoattack_radius"]
+    q = alone.set_index("group").loc["fgsm_radius vs autoattack_radius"]
+    assert p["role"] == q["role"] == "primary" and p["pvalue"] == pytest.approx(q["pvalue"])
+    assert len(v) == len(alone) + 1
 
 
 def test_ood_auroc_adds_the_image_level_of_one_shared_image_set():

@@ -88,9 +88,11 @@ def test_chain_and_book(tmp_path):
     assert set(masking["check"]) >= {"all", "pgd_le_fgsm", "large_eps_to_zero"}
     assert len(masking[masking["check"] == "all"]) == 4
     radii = pd.read_csv(tables / "radii.csv")
-    assert radii["method"].value_counts().to_dict() == {"autoattack": 4 * 30, "fgsm": 4 * 30,
-                                                        "fab": 4 * 10}
-    assert len(pd.read_csv(tables / "radius_summary.csv")) == 4 * 2
+    assert radii["method"].value_counts().to_dict() == {"autoattack": 4 * 30, "pgd": 4 * 30,
+                                                        "fgsm": 4 * 30, "fab": 4 * 10}
+    assert len(pd.read_csv(tables / "radius_summary.csv")) == 4 * 3
+    assert set(pd.read_csv(tables / "robust_curve.csv")["method"]) == {"autoattack", "pgd",
+                                                                      "fgsm"}
     assert len(pd.read_csv(tables / "radius_check.csv")) == 4
     assert pd.read_csv(tables / "robust_curve.csv")["robust_accuracy"].between(0, 1).all()
     smooth = pd.read_csv(tables / "smoothness.csv")

@@ -320,3 +320,35 @@ def test_an_association_family_that_cannot_decide_is_said_to_describe(tmp_path):
                      "seeds): these rows describe")
     old = CHAPTERS["04_robustness"](EXPECT)["rb-holm-words"]
     assert old.startswith("significantly so after Holm's correction for ")
+
+
+def test_radius_findings_rank_every_rung_and_compare_pgd_with_apgd():
+    """04's radius sentences on tables made here: each bisected rung's ranking is the geometric
+    mean over seeds, and PGD over APGD-CE + APGD-T is the per-model ratio's geometric mean."""
+    med = {("vit", "autoattack"): [0.010, 0.016], ("vit", "pgd"): [0.011, 0.016],
+           ("vit", "fgsm"): [0.02, 0.03], ("resnet", "autoattack"): [0.04, 0.05],
+           ("resnet", "pgd"): [0.05, 0.05], ("resnet", "fgsm"): [0.08, 0.09]}
+    rs = pd.DataFrame([{"arch": a, "seed": s, "method": m, "group": f"{m}_radius",
+                        "n_images": 200, "clean_accuracy": 0.9 + 0.02 * s, "median_radius": r,
+                        "log_median_radius": np.log(r), "n_censored": 0, "attacks": 30.0}
+                       for (a, m), rr in med.items() for s, r in enumerate(rr)])
+    check = pd.DataFrame({"arch": ["vit"], "seed": [0], "n": [50], "n_only_bisection": [0],
+                          "n_only_fab": [1], "median_ratio": [0.97], "share_within": [0.9],
+                          "factor": [1.25]})
+    curve = pd.DataFrame({"arch": "vit", "seed": 0, "method": "autoattack",
+                          "eps": [0.0, 0.005, 0.1], "robust_accuracy": [0.9, 0.85, 0.0]})
+    params = {"n_radius": 200, "radius_eps_max": 0.3, "radius_steps": 3,
+              "radius_check_images": 50, "fab_steps": 20}
+    f = F.radius_findings({"radius_summary": rs, "radius_check": check, "robust_curve": curve},
+                          params)
+    gm = {(a, m): float(np.exp(np.log(v).mean())) for (a, m), v in med.items()}
+    for m in ("autoattack", "pgd", "fgsm"):
+        want = arch_ranking(pd.Series({a: gm[(a, m)] for a in ("vit", "resnet")}), "{:.3f}",
+                            sep=" < ")
+        assert f[f"rd-{m}-ranking"] == glue_text(want, "{}")
+    ratios = [0.011 / 0.010, 1.0, 0.05 / 0.04, 1.0]
+    assert f["rd-pgd-over-aa"] == glue_text(
+        f"{np.exp(np.log(ratios).mean()):.2f} (per model 1.00 to 1.25, 4 models)", "{}")
+    no_pgd = F.radius_findings({"radius_summary": rs[rs["method"] != "pgd"],
+                                "radius_check": check, "robust_curve": curve}, params)
+    assert no_pgd["rd-pgd-over-aa"] == glue_text("not measured", "{}")

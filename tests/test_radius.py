@@ -146,6 +146,25 @@ def test_fgsm_radius_is_an_upper_bound_checked_per_image(linear):
     assert (r.norm <= r.radius + 1e-6).all()
 
 
+def test_pgd_radius_is_an_upper_bound_between_apgd_and_fgsm(linear, bisected):
+    """PGD's radius (the ladder's PGD, cross-entropy loss) is an upper bound checked per image.
+    On an affine model the cross-entropy ascent heads for the corner FGSM's one step takes, so
+    PGD misses the same images FGSM does (ratios 1.5-1.6 to the closed form) where APGD-T's
+    targeted loss finds the nearest class: PGD lies between the two, image by image."""
+    model, x, y, exact = linear
+    r = minimal_radius(model, x, y, eps_max=0.3, steps=STEPS, bracket=BRACKET, attack="pgd",
+                       pgd_steps=20, pgd_restarts=2)
+    f = minimal_radius(model, x, y, eps_max=0.3, steps=STEPS, bracket=BRACKET, attack="fgsm")
+    assert np.isfinite(r.radius).all() and (r.radius[:3] == 0).all()
+    ratio = r.radius[3:] / exact[3:]
+    assert (ratio >= 1 - 1e-6).all() and (ratio > 1.3).sum() >= 3
+    assert (r.radius >= bisected.radius * (1 - 1e-9)).all()
+    assert (r.radius <= f.radius * (1 + 1e-9)).all()
+    with torch.no_grad():
+        assert (model(r.adv[3:]).argmax(1) != y[3:]).all()
+    assert (r.norm <= r.radius + 1e-6).all()
+
+
 def test_eps_min_floors_the_bracket(linear):
     """With eps_min = eps_max the bracket is one rung: every broken image is bisected on
     (0, eps_max], so its radius is eps_max / 2 ** j for some j <= steps."""
@@ -167,7 +186,10 @@ def test_eps_min_floors_the_bracket(linear):
     ({"eps_max": 0.1, "eps_min": 0.2}, "eps_min .* must not exceed eps_max"),
     ({"eps_max": 0.1, "bracket": 1.0}, "bracket must be a number > 1"),
     ({"eps_max": 0.1, "bracket": float("inf")}, "bracket must be a number > 1"),
-    ({"eps_max": 0.1, "attack": "pgd"}, "attack must be one of"),
+    ({"eps_max": 0.1, "attack": "cw"}, "attack must be one of"),
+    ({"eps_max": 0.1, "attack": "pgd", "pgd_steps": 0}, "pgd_steps must be a positive integer"),
+    ({"eps_max": 0.1, "attack": "pgd", "pgd_restarts": 0},
+     "pgd_restarts must be a positive integer"),
 ])
 def test_bad_parameters_raise(linear, kwargs, match):
     model, x, y, _ = linear
@@ -320,7 +342,7 @@ def radii_rows(linear):
 def test_radii_trained_gives_every_method_on_the_seeds_images(linear, radii_rows):
     model, x, y, exact = linear
     counts = radii_rows["method"].value_counts().to_dict()
-    assert counts == {"autoattack": 20, "fgsm": 20, "fab": 8}
+    assert counts == {"autoattack": 20, "pgd": 20, "fgsm": 20, "fab": 8}
     perm = model_images(x, y, 0, n_robust=20)
     apgd = radii_rows[radii_rows["method"] == "autoattack"]
     assert apgd["label"].tolist() == perm.y.tolist()
@@ -332,6 +354,17 @@ def test_radii_trained_gives_every_method_on_the_seeds_images(linear, radii_rows
     with pytest.raises(ValueError, match="n_check"):
         radii_trained(model, {"seed": 0}, data=_split(x, y), n_images=5, eps_max=0.3,
                       n_check=6)
+    for methods in ((), ("autoattack", "cw"), "pgd"):
+        with pytest.raises(ValueError, match="methods must be a non-empty subset"):
+            radii_trained(model, {"seed": 0}, data=_split(x, y), n_images=5, eps_max=0.3,
+                          n_check=0, methods=methods)
+    with pytest.raises(ValueError, match="FAB cross-check"):
+        radii_trained(model, {"seed": 0}, data=_split(x, y), n_images=5, eps_max=0.3,
+                      n_check=2, methods=("pgd",))
+    only = radii_trained(model, {"seed": 0}, data=_split(x, y), n_images=5, eps_max=0.3,
+                         n_check=0, methods=("autoattack",), apgd_steps=10,
+                         n_target_classes=K - 1)
+    assert set(only["method"]) == {"autoattack"} and len(only) == 5
 
 
 def test_radius_summary_median_is_where_the_curve_crosses_one_half(radii_rows):
@@ -363,5 +396,6 @@ def test_radius_check_and_robust_curve(radii_rows):
     assert apgd["robust_accuracy"].iloc[1] >= 0.9 * clean
     assert apgd["robust_accuracy"].iloc[-1] <= 0.1 * clean
     assert np.all(np.diff(apgd["robust_accuracy"].to_numpy()) <= 0)
+    assert set(curve["method"]) == {"autoattack", "pgd", "fgsm"}  # every bisected rung, no FAB
     with pytest.raises(ValueError, match="no model classifies"):
         robust_curve(radii_rows.assign(radius=0.0))

@@ -216,11 +216,13 @@ GROUPS: tuple[Group, ...] = (
     Group("in_distribution", "in distribution"),
     Group("stratified", "all kinds (stratified)"),
     Group("autoattack_radius", "median minimal radius (APGD-CE + APGD-T)"),
+    Group("pgd_radius", "median minimal radius (PGD)"),
     Group("fgsm_radius", "median minimal radius (FGSM)"),
     Group("effective_radius", "median radius at equal clean accuracy (effective robustness)"),
     Group("autoattack_radius_accuracy_matched",
           "median minimal radius (APGD-CE + APGD-T), accuracy-matched epoch"),
     Group("fgsm_radius vs autoattack_radius", "minimal radius, FGSM vs APGD-CE + APGD-T"),
+    Group("fgsm_radius vs pgd_radius", "minimal radius, FGSM vs PGD"),
     Group("fgsm vs autoattack", "FGSM vs APGD-CE + APGD-T"),
     Group("fgsm vs pgd", "FGSM vs PGD"),
 )

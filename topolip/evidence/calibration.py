@@ -59,8 +59,9 @@ VARIANCE: dict[str, float] = {
     "auroc_model": 0.02, "auroc_image": 0.01, "flag_rate": 0.2,
 }
 
-#: log median radius of each bisected attack above APGD-CE + APGD-T's (FGSM is weaker)
-_RADIUS_METHODS = {"autoattack": 0.0, "fgsm": math.log(1.5)}
+#: log median radius of each bisected attack above APGD-CE + APGD-T's (PGD a little weaker,
+#: FGSM weaker)
+_RADIUS_METHODS = {"autoattack": 0.0, "pgd": math.log(1.05), "fgsm": math.log(1.5)}
 
 #: The kinds whose input displacement can lie within the noise floor in the simulation.
 _FLAG_KINDS = ("fgsm", "pgd", "elastic")

@@ -748,12 +748,13 @@ def smaller_accuracy_drop(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> l
 def helps_only_weak(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Verdict]:
     """The rival claim: attention's robustness advantage holds against weak attacks only.
 
-    Per family pair, on the radii (``radius_summary``, when given; group
-    ``"fgsm_radius vs autoattack_radius"``): the per-seed change of attention's log radius
-    advantage ``log r_att − log r_conv`` from APGD-CE + APGD-T to FGSM (paired t; positive: the
-    advantage is larger under the weak attack, the rival claim's direction; its ratio is a
-    ratio of radius ratios). Off the floor by construction: a radius is defined wherever the
-    model classifies half its images.
+    Per family pair and (weak, strong) pair of ``contrasts``, on the radii
+    (``radius_summary``, when given and holding both attacks' radii; group
+    ``"<weak>_radius vs <strong>_radius"``, e.g. ``"fgsm_radius vs autoattack_radius"``): the
+    per-seed change of attention's log radius advantage ``log r_att − log r_conv`` from the
+    strong attack to the weak one (paired t; positive: the advantage is larger under the weak
+    attack, the rival claim's direction; its ratio is a ratio of radius ratios). Off the floor
+    by construction: a radius is defined wherever the model classifies half its images.
 
     Per family pair and (weak, strong) pair of rungs of ``robustness`` at the TopoLip ε: the
     per-seed difference ``(drop_att − drop_conv)_weak − (drop_att − drop_conv)_strong`` (raw
@@ -781,23 +782,26 @@ def helps_only_weak(claim: Claim, tables: Mapping[str, pd.DataFrame]) -> list[Ve
         log_r = np.log(med.where((med > 0) & np.isfinite(med)))
         radii = _by_seed(rs.assign(log_r=log_r), "log_r", "group")
     for att, conv in FAMILY_PAIRS:
-        if radii is not None and {att, conv} <= set(radii.columns) \
-                and {"fgsm_radius", "autoattack_radius"} <= set(radii.index.get_level_values(0)):
-            adv_w = radii.xs("fgsm_radius", level=0)[att] - radii.xs("fgsm_radius", level=0)[conv]
-            adv_s = (radii.xs("autoattack_radius", level=0)[att]
-                     - radii.xs("autoattack_radius", level=0)[conv])
+        for weak, strong in contrasts:
+            gw, gs = f"{weak}_radius", f"{strong}_radius"
+            if radii is None or not {att, conv} <= set(radii.columns) \
+                    or not {gw, gs} <= set(radii.index.get_level_values(0)):
+                continue
+            adv_w = radii.xs(gw, level=0)[att] - radii.xs(gw, level=0)[conv]
+            adv_s = radii.xs(gs, level=0)[att] - radii.xs(gs, level=0)[conv]
             both = pd.concat([adv_w, adv_s], axis=1, keys=["w", "s"]).dropna()
             test = stats.paired_t(both["w"].to_numpy(), both["s"].to_numpy())
             rows.append(dict(
-                comparison=f"{att} vs {conv}", group="fgsm_radius vs autoattack_radius",
+                comparison=f"{att} vs {conv}", group=f"{gw} vs {gs}",
                 measure="log_median_radius", scale="log", test=test, attention=math.nan,
                 convolution=math.nan, n_excluded=0, n_seeds=f"{len(both)}/{len(both)}",
                 n_images=math.nan, main=True, flag="", claimed_sign=1,
                 notes=[f"paired t over {test.n_pairs} seeds of the change in attention's log "
-                       "median-radius advantage from APGD-CE + APGD-T to FGSM: radius ratio "
-                       f"{_exp(float(both['w'].mean())) if len(both) else math.nan:.3g} under "
-                       f"FGSM, {_exp(float(both['s'].mean())) if len(both) else math.nan:.3g} "
-                       "under APGD-CE + APGD-T (geometric means)"]))
+                       f"median-radius advantage from {label(strong)} to {label(weak)}: radius "
+                       f"ratio {_exp(float(both['w'].mean())) if len(both) else math.nan:.3g} "
+                       f"under {label(weak)}, "
+                       f"{_exp(float(both['s'].mean())) if len(both) else math.nan:.3g} under "
+                       f"{label(strong)} (geometric means)"]))
         for weak, strong in contrasts:
             if not {att, conv} <= set(values.columns) or not {weak, strong} <= set(
                     values.index.get_level_values(0)):

@@ -3,7 +3,7 @@
 :func:`radii_trained` is the per-model task: on the seed's first ``n_images`` test images
 (:func:`topolip.experiments.model_measurement.model_images`, the same images for every architecture
 of a seed, and the first of them those of the attack ladder) it finds each image's minimal L∞ radius
-by bisection with APGD-CE + APGD-T and with FGSM
+by bisection with each white-box rung of the attack ladder, APGD-CE + APGD-T, PGD and FGSM
 (:func:`topolip.perturbations.radius.minimal_radius`), and by FAB on the first ``n_check`` images as
 the cross-check (:func:`topolip.perturbations.radius.fab_radius`).
 :func:`radius_summary`, :func:`radius_check` and :func:`robust_curve` turn the per-image rows
@@ -31,18 +31,25 @@ from topolip.perturbations.radius import (
 )
 from topolip.schema import require_columns
 
-__all__ = ["RADIUS_METHODS", "radii_trained", "radius_check", "radius_summary", "robust_curve"]
+__all__ = ["BISECTED_METHODS", "RADIUS_METHODS", "radii_trained", "radius_check",
+           "radius_summary", "robust_curve"]
 
-#: ``method`` values of ``radii.csv``: the two bisected attacks, then the cross-check.
-RADIUS_METHODS = ("autoattack", "fgsm", "fab")
+#: ``method`` values of ``radii.csv``: the bisected attacks (strongest first), then the
+#: cross-check.
+RADIUS_METHODS = ("autoattack", "pgd", "fgsm", "fab")
+
+#: The bisected methods of :data:`RADIUS_METHODS` (the attack ladder's rungs, strongest first).
+BISECTED_METHODS = RADIUS_METHODS[:3]
 
 _KEYS = ["arch", "seed", "method"]
 
 
 def radii_trained(model: nn.Module, row: Mapping, *, data, n_images: int, eps_max: float,
                   steps: int = 4, apgd_steps: int = 20, n_target_classes: int = 3,
-                  n_check: int = 50, fab_steps: int = 100) -> pd.DataFrame:
-    """The per-model task of ``04_robustness``: per-image minimal L∞ radii by three methods.
+                  pgd_steps: int = 20, pgd_restarts: int = 2, n_check: int = 50,
+                  fab_steps: int = 100,
+                  methods: Sequence[str] = BISECTED_METHODS) -> pd.DataFrame:
+    """The per-model task of ``04_robustness``: per-image minimal L∞ radii by four methods.
 
     Parameters
     ----------
@@ -61,10 +68,16 @@ def radii_trained(model: nn.Module, row: Mapping, *, data, n_images: int, eps_ma
         Bisection steps after the bracket (:func:`topolip.perturbations.radius.minimal_radius`).
     apgd_steps, n_target_classes : int
         The APGD budget (iterations per run, APGD-T's target classes), as the attack ladder.
+    pgd_steps, pgd_restarts : int, default=20, 2
+        The PGD budget (steps, random starts), the attack ladder's.
     n_check : int, default=50
         Images (the first ones) FAB also runs on, for the cross-check; 0 skips it.
     fab_steps : int, default=100
         FAB iterations.
+    methods : sequence of str, default=BISECTED_METHODS
+        The bisected attacks to run, a non-empty subset of :data:`BISECTED_METHODS` (the
+        accuracy-matched checkpoints, which only the APGD-CE + APGD-T row reads, pass
+        ``("autoattack",)``).
 
     Returns
     -------
@@ -78,19 +91,29 @@ def radii_trained(model: nn.Module, row: Mapping, *, data, n_images: int, eps_ma
     Raises
     ------
     ValueError
-        If ``n_check`` exceeds ``n_images`` or is negative; as
+        If ``n_check`` exceeds ``n_images`` or is negative, or ``methods`` is empty or names
+        an unknown method; as
         :func:`topolip.perturbations.radius.minimal_radius` and
         :func:`topolip.experiments.model_measurement.model_images` otherwise.
     """
+    methods = tuple(methods)
+    bad = sorted(set(methods) - set(BISECTED_METHODS))
+    if bad or not methods:
+        raise ValueError(f"methods must be a non-empty subset of {list(BISECTED_METHODS)}, got "
+                         f"{list(methods)}")
+    if n_check and "autoattack" not in methods:
+        raise ValueError("the FAB cross-check (n_check > 0) compares with the autoattack "
+                         "radii: keep 'autoattack' in methods or pass n_check=0")
     if not 0 <= int(n_check) <= int(n_images):
         raise ValueError(f"n_check ({n_check}) must be in 0..n_images ({n_images})")
     seed = int(row["seed"])
     images = model_images(data.x_test, data.y_test, seed, n_robust=int(n_images))
     x, y = images.x[:n_images], images.y[:n_images]
     frames = []
-    for method in RADIUS_METHODS[:2]:
+    for method in methods:
         r = minimal_radius(model, x, y, eps_max=eps_max, steps=steps, attack=method,
-                           apgd_steps=apgd_steps, n_target_classes=n_target_classes, seed=seed)
+                           apgd_steps=apgd_steps, n_target_classes=n_target_classes,
+                           pgd_steps=pgd_steps, pgd_restarts=pgd_restarts, seed=seed)
         frames.append(pd.DataFrame({
             "image": np.arange(len(x)), "label": y.cpu().numpy(), "method": method,
             "radius": r.radius, "censored": r.censored, "clean_correct": r.clean_correct,
@@ -124,7 +147,7 @@ def radius_summary(radii: pd.DataFrame, *, eps: float | None = None) -> pd.DataF
     Returns
     -------
     pandas.DataFrame
-        One row per ``arch``, ``seed``, ``method`` (``autoattack``, ``fgsm``): ``group``
+        One row per ``arch``, ``seed``, ``method`` (``autoattack``, ``pgd``, ``fgsm``): ``group``
         (``<method>_radius``, the claims' group name), ``n_images``, ``clean_accuracy``,
         ``median_radius`` (NaN when more than half the images are censored or misclassified:
         the median is then not found), ``log_median_radius``, ``n_censored``, ``eps_max``,
@@ -138,9 +161,10 @@ def radius_summary(radii: pd.DataFrame, *, eps: float | None = None) -> pd.DataF
     require_columns(radii, ["arch", "seed", "method", "radius", "censored", "clean_correct",
                             "eps_max"], "radii")
     rows = []
-    bisected = radii[radii["method"].isin(RADIUS_METHODS[:2])]
+    bisected = radii[radii["method"].isin(BISECTED_METHODS)]
     if not len(bisected):
-        raise ValueError("radii holds no bisection rows (method autoattack or fgsm)")
+        raise ValueError(f"radii holds no bisection rows (method one of "
+                         f"{list(BISECTED_METHODS)})")
     for (arch, seed, method), g in bisected.groupby(_KEYS, sort=False):
         r = g["radius"].to_numpy(dtype=float)
         med = float(np.median(r))
@@ -226,7 +250,7 @@ def robust_curve(radii: pd.DataFrame, *, n_points: int = 12,
         than a tenth of its correct images censored: search to a larger ``eps_max``).
     """
     require_columns(radii, ["arch", "seed", "method", "radius", "eps_max"], "radii")
-    bisected = radii[radii["method"].isin(RADIUS_METHODS[:2])]
+    bisected = radii[radii["method"].isin(BISECTED_METHODS)]
     if eps_grid is None:
         apgd = bisected[bisected["method"] == "autoattack"]
         # a model that classifies none of its images has no curve to span: left out of the

@@ -12,7 +12,9 @@ network; :func:`minimal_radius` finds an **upper bound** by a per-image bisectio
 budget ε with the strongest white-box attack of the ladder, APGD-CE followed by APGD-T
 (Croce and Hein 2020; :func:`topolip.perturbations.attacks.autoattack`): the reported radius is
 a budget at which that attack found an adversarial image, and that image is returned with it
-and checked (misclassified, within the reported L∞ norm and in [0, 1]).
+and checked (misclassified, within the reported L∞ norm and in [0, 1]). The ladder's weaker
+white-box rungs, PGD and FGSM, can be bisected the same way, so each rung has its own radii
+and robust-accuracy curve.
 
 Why bisection with APGD rather than a minimum-norm attack: APGD is the attack the ladder's
 fixed-ε rows use, so the radius and those rows measure the same attacker, and its
@@ -50,15 +52,16 @@ import torch
 import torchattacks
 from torch import nn
 
-from topolip.perturbations.attacks import autoattack, fgsm
+from topolip.perturbations.attacks import autoattack, fgsm, pgd
 from topolip.tensors import Logits, check_classifier_inputs, check_count, eval_mode, model_device
 
 __all__ = ["RADIUS_ATTACKS", "RadiusResult", "eps_grid_from_radii", "fab_radius",
            "minimal_radius", "radius_agreement", "robust_accuracy_from_radii"]
 
-#: The attacks :func:`minimal_radius` bisects with: APGD-CE + APGD-T (the ladder's strongest
-#: white-box rung) and FGSM (its weakest, for the rival claim's weak-against-strong contrast).
-RADIUS_ATTACKS = ("autoattack", "fgsm")
+#: The attacks :func:`minimal_radius` bisects with, strongest first: the attack ladder's three
+#: white-box rungs, APGD-CE + APGD-T, PGD and FGSM (the rival claim's weak-against-strong
+#: contrasts read the last two against the first).
+RADIUS_ATTACKS = ("autoattack", "pgd", "fgsm")
 
 #: Slack of the per-image norm check: float32 rounding of ``x + delta`` (pixel units).
 NORM_SLACK = 1e-6
@@ -106,7 +109,8 @@ class RadiusResult:
 def minimal_radius(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps_max: float,
                    steps: int = 4, eps_min: float | None = None, bracket: float = 4.0,
                    attack: str = "autoattack", apgd_steps: int = 20, n_target_classes: int = 3,
-                   seed: int = 0, batch_size: int = 256) -> RadiusResult:
+                   pgd_steps: int = 20, pgd_restarts: int = 2, seed: int = 0,
+                   batch_size: int = 256) -> RadiusResult:
     r"""Minimal adversarial L∞ radius per image: bracket on a geometric grid, then bisect.
 
     1. Clean-misclassified images get radius 0 (their clean image is their adversarial one).
@@ -127,9 +131,11 @@ def minimal_radius(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps_ma
     The attack at every budget is, for ``attack="autoattack"``,
     :func:`topolip.perturbations.attacks.autoattack` (APGD-CE then APGD-T against the
     ``n_target_classes`` most likely wrong classes, ``apgd_steps`` iterations each, seeded by
-    ``seed``), and for ``attack="fgsm"`` :func:`topolip.perturbations.attacks.fgsm` (one
-    gradient-sign step). The final bracket is at most
-    :math:`b^{2^{-\text{steps}}}` wide in ratio, :math:`b` = ``bracket`` (9.1% for
+    ``seed``), for ``attack="pgd"`` :func:`topolip.perturbations.attacks.pgd` (the ladder's PGD:
+    ``pgd_steps`` steps of size ``2.5 ε / pgd_steps`` from ``pgd_restarts`` random starts, the
+    per-image worst case, seeded by ``seed``), and for ``attack="fgsm"``
+    :func:`topolip.perturbations.attacks.fgsm` (one gradient-sign step). The final bracket is at
+    most :math:`b^{2^{-\text{steps}}}` wide in ratio, :math:`b` = ``bracket`` (9.1% for
     :math:`b = 4` and 4 steps, 4.4% for 5); the reported radius is its top, an upper
     bound on the true minimal radius whenever the attack succeeds (the attack is not monotone
     in ε, so a success below ``lo`` cannot be ruled out: the radius stays an upper bound).
@@ -152,14 +158,17 @@ def minimal_radius(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps_ma
         ``eps_max / bracket**5``.
     bracket : float, default=4.0
         Ratio between the bracket's rungs (> 1).
-    attack : {"autoattack", "fgsm"}, default="autoattack"
+    attack : {"autoattack", "pgd", "fgsm"}, default="autoattack"
         The attack bisected (:data:`RADIUS_ATTACKS`).
     apgd_steps : int, default=20
         Iterations of each APGD run (``attack="autoattack"`` only).
     n_target_classes : int, default=3
         Target classes of APGD-T, in ``1 .. K-1``.
+    pgd_steps, pgd_restarts : int, default=20, 2
+        Steps and random starts of PGD (``attack="pgd"`` only; the attack ladder's
+        ``ladder_pgd_steps`` and ``ladder_pgd_restarts``), each at least 1.
     seed : int, default=0
-        Seed of the APGD random starts (the same at every budget).
+        Seed of the APGD and PGD random starts (the same at every budget).
     batch_size : int, default=256
         Images per attack pass (memory only).
 
@@ -171,7 +180,8 @@ def minimal_radius(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps_ma
     ------
     ValueError
         If ``eps_max`` is not in (0, 1], ``eps_min`` not in (0, eps_max], ``bracket`` not
-        > 1, ``attack`` unknown, ``steps`` or ``apgd_steps`` is not a positive integer; the
+        > 1, ``attack`` unknown, ``steps``, ``apgd_steps``, ``pgd_steps`` or ``pgd_restarts``
+        is not a positive integer; the
         model, images or labels are invalid (NaN, wrong shape, out of [0, 1], labels out of
         range; see :func:`topolip.tensors.check_classifier_inputs`); or an image
         fails the final check (its adversarial image is classified correctly, lies outside the
@@ -197,8 +207,9 @@ def minimal_radius(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps_ma
         raise ValueError(f"bracket must be a number > 1 (the ratio between rungs), "
                          f"got {bracket!r}")
     bracket = float(bracket)
-    _, eps_max, steps, apgd_steps = _check_call(model, x, y, eps_max, steps=steps,
-                                                apgd_steps=apgd_steps)
+    _, eps_max, steps, apgd_steps, pgd_steps, pgd_restarts = _check_call(
+        model, x, y, eps_max, steps=steps, apgd_steps=apgd_steps, pgd_steps=pgd_steps,
+        pgd_restarts=pgd_restarts)
     eps_min = (eps_max / bracket ** 5 if eps_min is None
                else _positive_budget(eps_min, "eps_min"))
     if eps_min > eps_max:
@@ -219,6 +230,9 @@ def minimal_radius(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps_ma
         ii = torch.as_tensor(idx, dtype=torch.long, device=x.device)
         if attack == "fgsm":
             out = fgsm(model, x[ii], y[ii.to(y.device)], eps, batch_size=batch_size)
+        elif attack == "pgd":
+            out = pgd(model, x[ii], y[ii.to(y.device)], eps, steps=pgd_steps,
+                      restarts=pgd_restarts, seed=seed, batch_size=batch_size)
         else:
             out = autoattack(model, x[ii], y[ii.to(y.device)], eps, steps=apgd_steps,
                              n_target_classes=n_target_classes, seed=seed,

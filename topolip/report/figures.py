@@ -119,11 +119,12 @@ _MEASURE_SHORT = {"end_to_end": "raw", "end_to_end_scale_free": "scale-free",
                   "max": "raw", "max_scale_free": "scale-free"}
 
 #: Short names of perturbation kinds inside a contrast of two kinds ("FGSM vs APGD-CE+T").
-_KIND_SHORT = {"autoattack": "APGD-CE+T", "fgsm_radius": "FGSM",
+_KIND_SHORT = {"autoattack": "APGD-CE+T", "fgsm_radius": "FGSM", "pgd_radius": "PGD",
                "autoattack_radius": "APGD-CE+T"}
 
 #: Short names of the radius groups in the verdict figure (their panel names the radius).
 _GROUP_SHORT = {"autoattack_radius": "median radius, APGD-CE+T",
+                "pgd_radius": "median radius, PGD",
                 "fgsm_radius": "median radius, FGSM",
                 "effective_radius": "median radius at equal clean accuracy",
                 "autoattack_radius_accuracy_matched": "median radius, accuracy-matched epoch"}
@@ -568,8 +569,9 @@ def plot_robust_curve(curve: pd.DataFrame, *, profile_note: str | None = None) -
     matplotlib.figure.Figure
         x: ε in pixel units of [0, 1] images, log axis (the grid's positive budgets); y: the
         share of the model's images whose minimal radius exceeds ε, from 0 to 1; a dotted line
-        at one half, where each curve crosses its model's median radius. Panels FGSM first,
-        then APGD-CE + APGD-T.
+        at one half, where each curve crosses its model's median radius. One panel per attack of
+        the ladder present, weak to strong (FGSM, PGD, APGD-CE + APGD-T; :data:`topolip.roster.
+        LADDER`), then any other method.
 
     Raises
     ------
@@ -588,8 +590,8 @@ def plot_robust_curve(curve: pd.DataFrame, *, profile_note: str | None = None) -
     c = curve[curve["eps"].astype(float) > 0]
     if c.empty:
         raise ValueError("robust curve has no positive budget to draw")
-    methods = [m for m in ("fgsm", "autoattack") if m in set(c["method"])] + [
-        m for m in dict.fromkeys(c["method"]) if m not in ("fgsm", "autoattack")]
+    methods = [m for m in roster.LADDER if m in set(c["method"])] + [
+        m for m in dict.fromkeys(c["method"]) if m not in roster.LADDER]
     fig, axes = plt.subplots(1, len(methods), figsize=(FIG_WIDTH, 3.2), squeeze=False,
                              sharey=True)
     palette = _palette(c["arch"])

@@ -683,9 +683,12 @@ def radius_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]
     dict
         ``rd-n-images``, ``rd-eps-max``, ``rd-steps``, ``rd-width`` (the final bracket's
         relative width, percent), ``rd-check-images``, ``rd-fab-steps``; per bisected attack
-        ``rd-autoattack-ranking`` / ``rd-fgsm-ranking`` (geometric mean over seeds of each
-        architecture's median radius, lowest first); ``rd-n-censored`` (images not broken at
-        ``eps_max``, all models), ``rd-n-rows`` (images × models); the cross-check
+        ``rd-autoattack-ranking`` / ``rd-pgd-ranking`` / ``rd-fgsm-ranking`` (geometric mean
+        over seeds of each architecture's median radius, lowest first; "" for an attack not
+        measured); ``rd-pgd-over-aa`` (PGD's median radius over APGD-CE + APGD-T's: geometric
+        mean over the models, its range and count; "not measured" without both);
+        ``rd-n-censored`` (images not broken at ``eps_max``, all models), ``rd-n-rows``
+        (images × models); the cross-check
         ``rd-check-ratio`` (range over models of the median ratio bisection / FAB),
         ``rd-check-within`` (mean share within the band), ``rd-check-factor``,
         ``rd-check-only-fab`` (images FAB broke and the bisection did not); the grid
@@ -709,11 +712,20 @@ def radius_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]
     f["rd-width"] = glue_text(100 * (4 ** (2.0 ** -int(params["radius_steps"])) - 1), "{:.1f}")
     f["rd-check-images"] = glue_text(params["radius_check_images"], "{}")
     f["rd-fab-steps"] = glue_text(params["fab_steps"], "{}")
-    for method in ("autoattack", "fgsm"):
+    for method in roster.LADDER:  # the bisected attacks are the ladder's rungs
         part = rs[rs["method"] == method]
         gm = (part.assign(lr=part["log_median_radius"].astype(float))
               .groupby("arch", sort=False)["lr"].mean().map(np.exp))
         f[f"rd-{method}-ranking"] = glue_text(arch_ranking(gm, "{:.3f}", sep=" < "), "{}")
+    per_model = rs.pivot_table(index=["arch", "seed"], columns="method",
+                               values="log_median_radius", aggfunc="first")
+    if {"pgd", "autoattack"} <= set(per_model.columns) \
+            and (d := (per_model["pgd"] - per_model["autoattack"]).dropna()).size:
+        f["rd-pgd-over-aa"] = glue_text(
+            f"{math.exp(d.mean()):.2f} (per model {math.exp(d.min()):.2f} to "
+            f"{math.exp(d.max()):.2f}, {d.size} models)", "{}")
+    else:
+        f["rd-pgd-over-aa"] = glue_text("not measured", "{}")
     f["rd-n-censored"] = glue_text(int(rs.loc[rs["method"] == "autoattack",
                                               "n_censored"].sum()), "{}")
     f["rd-n-rows"] = glue_text(int(rs.loc[rs["method"] == "autoattack", "n_images"].sum()),

@@ -20,7 +20,8 @@ __all__ = ["effect_cells", "every_row_table", "ladder_table", "primary_table"]
 #: the rows of the ladder table: the robustness claim's rungs and radii, and the rival claim's
 #: changes from the strong to the weak attack
 LADDER_GROUPS = ("fgsm", "pgd", "autoattack", "fgsm vs autoattack", "fgsm vs pgd",
-                 "autoattack_radius", "fgsm_radius", "fgsm_radius vs autoattack_radius")
+                 "autoattack_radius", "pgd_radius", "fgsm_radius",
+                 "fgsm_radius vs autoattack_radius", "fgsm_radius vs pgd_radius")
 _LADDER_CLAIMS = ("attention-more-robust", "attention-helps-only-weak")
 
 _EFFECT = ("scale", "ratio", "ratio_low", "ratio_high", "effect", "low", "high")
