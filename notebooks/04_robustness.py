@@ -240,9 +240,10 @@ show_table(attack_ladder_table(ladder), digits=2, na_reason="one seed: no spread
 # under FGSM {glue:text}`rd-fgsm-ranking` ({numref}`fig-radius-curves`). PGD's median radius
 # over APGD-CE + APGD-T's, geometric mean over the models, is {glue:text}`rd-pgd-over-aa` (1:
 # PGD breaks a model's images where the strongest attack does, above 1 only at larger
-# budgets; both are read on the bisection's grid). Which family breaks later is decided in {doc}`08_verdict` on the APGD-CE +
-# APGD-T median radius, paired by seed; the PGD and FGSM radii are its secondaries, and the
-# rival claim reads FGSM against each of the two stronger attacks.
+# budgets; both are read on the bisection's grid). Which family breaks later is decided in
+# {doc}`08_verdict` on the APGD-CE + APGD-T median radius, paired by seed; the PGD and FGSM
+# radii are its secondaries, and the rival claim reads FGSM against each of the two stronger
+# attacks.
 #
 # ```{glue:figure} fig-radius-curves
 # :name: fig-radius-curves

@@ -149,8 +149,8 @@ display(Markdown(found["shows"]))
 # model ({doc}`04_robustness`): the $L_\infty$ budget at which APGD-CE + APGD-T leaves half
 # the images, compared as a paired ratio attention / convolution on the log scale. The median
 # radii under PGD and FGSM, and the fixed-budget rungs of the attack ladder (FGSM, PGD,
-# APGD-CE + APGD-T at the TopoLip budget), are secondaries, and a rung where any model of either side (one seed) keeps a robust
-# accuracy of at most {glue:text}`vd-floor-low` or at least {glue:text}`vd-floor-high` of the
+# APGD-CE + APGD-T at the TopoLip budget), are secondaries, and a rung where any model of
+# either side (one seed) keeps a robust accuracy of at most {glue:text}`vd-floor-low` or at least {glue:text}`vd-floor-high` of the
 # images is *floor/ceiling*: that model's accuracy drop measures its clean accuracy, so the row
 # is not tested and leaves the Holm family (dropping the floored seeds instead would pick the
 # pairs by their outcome). A row is flagged when the verdict changes with attack strength or when a

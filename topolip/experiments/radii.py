@@ -23,6 +23,7 @@ from torch import nn
 
 from topolip.experiments.model_measurement import model_images
 from topolip.perturbations.radius import (
+    RADIUS_ATTACKS,
     eps_grid_from_radii,
     fab_radius,
     minimal_radius,
@@ -34,12 +35,12 @@ from topolip.schema import require_columns
 __all__ = ["BISECTED_METHODS", "RADIUS_METHODS", "radii_trained", "radius_check",
            "radius_summary", "robust_curve"]
 
-#: ``method`` values of ``radii.csv``: the bisected attacks (strongest first), then the
-#: cross-check.
-RADIUS_METHODS = ("autoattack", "pgd", "fgsm", "fab")
+#: The bisected methods (the attack ladder's rungs, strongest first): the attacks
+#: :func:`topolip.perturbations.radius.minimal_radius` bisects with.
+BISECTED_METHODS = RADIUS_ATTACKS
 
-#: The bisected methods of :data:`RADIUS_METHODS` (the attack ladder's rungs, strongest first).
-BISECTED_METHODS = RADIUS_METHODS[:3]
+#: ``method`` values of ``radii.csv``: the bisected attacks, then the cross-check.
+RADIUS_METHODS = (*BISECTED_METHODS, "fab")
 
 _KEYS = ["arch", "seed", "method"]
 

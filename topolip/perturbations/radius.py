@@ -60,7 +60,7 @@ __all__ = ["RADIUS_ATTACKS", "RadiusResult", "eps_grid_from_radii", "fab_radius"
 
 #: The attacks :func:`minimal_radius` bisects with, strongest first: the attack ladder's three
 #: white-box rungs, APGD-CE + APGD-T, PGD and FGSM (the rival claim's weak-against-strong
-#: contrasts read the last two against the first).
+#: contrasts read FGSM against each of the other two).
 RADIUS_ATTACKS = ("autoattack", "pgd", "fgsm")
 
 #: Slack of the per-image norm check: float32 rounding of ``x + delta`` (pixel units).
