@@ -20,8 +20,8 @@
 # $[0, 1]$ images), each one torchattacks' own implementation: **FGSM** (one gradient-sign
 # step), **PGD** ({glue:text}`rb-pgd-steps` steps of size $2.5\,\varepsilon/\text{steps}$ from
 # {glue:text}`rb-pgd-restarts` random starts; an image counts as robust only if every start
-# fails) and **APGD-CE + APGD-T** (our `autoattack`; no FAB-T, so not AutoAttack itself),
-# APGD-CE followed by APGD-T {cite:p}`croce2020autoattack`, per
+# fails) and **APGD-CE + APGD-T** (`autoattack` in the CSV files; no FAB-T, so not
+# AutoAttack itself), APGD-CE followed by APGD-T {cite:p}`croce2020autoattack`, per
 # image the first that fools the model. The black-box **Square** attack runs at
 # the TopoLip budget. The accuracy under each common corruption is measured on the same images
 # at each severity. The link between smoothness
@@ -174,8 +174,8 @@ _ = glue_all(matched_findings(read_table(tables / "radius_summary.csv"),
 #   from a uniform random start in the ball, repeated from {glue:text}`rb-pgd-restarts` random
 #   starts on the images the earlier starts left correctly classified (`torchattacks.MultiAttack`),
 #   so an image counts as robust only if every start fails;
-# - **APGD-CE + APGD-T** (`autoattack` in the tables): `torchattacks.APGD` with the cross-entropy loss ({glue:text}`rb-apgd-steps`
-#   iterations, one random start), then, on the images it left correctly classified,
+# - **APGD-CE + APGD-T** (`autoattack` in the CSV files): `torchattacks.APGD` with the
+#   cross-entropy loss ({glue:text}`rb-apgd-steps` iterations, one random start), then, on the images it left correctly classified,
 #   `torchattacks.APGDT` (targeted DLR loss, {glue:text}`rb-apgd-steps` iterations per target)
 #   against each of the {glue:text}`rb-apgd-targets` most likely wrong classes of the clean image
 #   (the largest logits after the top one), per image the first attack that fools the model. This is the white-box half of AutoAttack's standard version under a stated
@@ -223,12 +223,13 @@ show_table(attack_ladder_table(ladder), digits=2, na_reason="one seed: no spread
 # \dots$ from $\varepsilon_{\max} =$ {glue:text}`rd-eps-max` and then bisected
 # {glue:text}`rd-steps` times on the log scale, once with each white-box rung of the ladder
 # (APGD-CE + APGD-T, PGD and FGSM, each as above, at every budget): the reported radius is the
-# smallest budget at which the attack found an adversarial image, an upper bound on the true
-# minimum within {glue:text}`rd-width`% of the last budget that failed. Every reported image
-# is checked (misclassified, inside $[0, 1]$ and within the reported norm);
-# {glue:text}`rd-n-censored` of the {glue:text}`rd-n-rows` image radii were not broken at
-# $\varepsilon_{\max}$ (censored). Why bisection rather than a minimum-norm attack: it measures
-# the same attacker as the ladder's strongest rung. The cross-check is FAB
+# smallest budget tried at which the attack found an adversarial image, an upper bound on the
+# true minimum, within {glue:text}`rd-width`% of the last budget that failed (the bisection's
+# resolution; an attack whose success does not grow with the budget, as FGSM's need not, may
+# also succeed below it). Every reported image is checked (misclassified, inside $[0, 1]$ and
+# within the reported norm). Of the {glue:text}`rd-n-rows` image radii of each rung, these
+# were not broken at $\varepsilon_{\max}$ (censored): {glue:text}`rd-n-censored`. Why
+# bisection rather than a minimum-norm attack: it measures the same attacker as the ladder's strongest rung. The cross-check is FAB
 # (`torchattacks.FAB`, {glue:text}`rd-fab-steps` iterations, a minimum-norm attack) on the first
 # {glue:text}`rd-check-images` images of every model: the median ratio bisection / FAB per
 # model lies in {glue:text}`rd-check-ratio`, and on average {glue:text}`rd-check-within` of the

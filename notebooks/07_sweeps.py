@@ -46,7 +46,7 @@ augment = {"rotate": 10.0, "translate": 0.1, "scale": 0.1}
 threads = None          # torch CPU threads (None: torch's default)
 scheduler = "local"     # sweep models on: local (Dask LocalCluster), serial, or tcp://host:8786
 n_workers = None        # processes of the local cluster, 1 thread each (None: the cores)
-sweep_epochs = 12
+sweep_epochs = 30
 sweep_seeds = [0]
 sweep_perturbations = {"fgsm": 0.1, "gaussian_noise": 3}
 sweeps = {
@@ -119,8 +119,11 @@ _ = glue_all(sweeps_findings(tables, params))
 # {glue:md}`fig-sweep-vit-provenance`
 # ```
 #
-# In {numref}`fig-sweep-vit` and the figures below, the sweeps trained {glue:text}`sw-n-models` distinct models for {glue:text}`sw-epochs`
-# epochs each. The figures and sentences read {glue:text}`sw-kind`, the swept kind with the
+# In {numref}`fig-sweep-vit` and the figures below, the sweeps trained {glue:text}`sw-n-models`
+# distinct models for {glue:text}`sw-epochs` epochs each, with the main models' recipe. Their
+# clean test accuracy, lowest to highest per family: {glue:text}`sw-accuracy`; a point far
+# below its family's main models compares a less trained model, and the accuracy panel of each
+# figure shows which. The figures and sentences read {glue:text}`sw-kind`, the swept kind with the
 # fewest models whose input displacement lies within the noise floor (within it, per kind:
 # {glue:text}`sw-floor-shares`; a ratio there divides by sampling noise, {doc}`02_topolip`).
 # Under {glue:text}`sw-kind`, the end-to-end scale-free TopoLip along each swept
@@ -167,7 +170,7 @@ _ = glue_all(sweeps_findings(tables, params))
 # {glue:md}`fig-sweep-conv-stack-provenance`
 # ```
 #
-# **Caveats.** Each sweep point is one short training run ({glue:text}`sw-epochs` epochs) per sweep seed: a trend
-# along two or three points is what this run shows, not a law, and the sweeps carry no
-# intervals (they are not used for verdicts, only in the measure study, where each model is one
-# observation).
+# **Caveats.** Each sweep point is one training run ({glue:text}`sw-epochs` epochs) per sweep
+# seed: a trend along two or three points is what this run shows, not a law, and the sweeps
+# carry no intervals (they are not used for verdicts, only in the measure study, where each
+# model is one observation).

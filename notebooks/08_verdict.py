@@ -96,9 +96,9 @@ _ = glue_all(verdict_findings({"verdicts": verdicts}, claims=claims, alpha=alpha
 #
 # With {glue:text}`headline-n-seeds` seeds per architecture, the run makes
 # {glue:text}`headline-n-comparisons` tests in {glue:text}`headline-n-families` families
-# ({glue:text}`headline-n-primary` primary comparisons, each a family of one, and one family of
-# secondaries per claim). Each family keeps its chance of any false decisive verdict at
-# $\alpha =$ {glue:text}`headline-alpha`; over the whole book that chance is at most
+# ({glue:text}`headline-n-primary` primary comparisons, each a family of one, and each claim's
+# family of secondaries where it can decide at this seed count). Each family keeps its chance
+# of any false decisive verdict at $\alpha =$ {glue:text}`headline-alpha`; over the whole book that chance is at most
 # {glue:text}`headline-error-bound` (the number of families times $\alpha$, Bonferroni's bound
 # over families). A reader who wants one error rate for the whole book should read only the
 # primaries, or multiply.
@@ -150,13 +150,16 @@ display(Markdown(found["shows"]))
 # the images, compared as a paired ratio attention / convolution on the log scale. The median
 # radii under PGD and FGSM, and the fixed-budget rungs of the attack ladder (FGSM, PGD,
 # APGD-CE + APGD-T at the TopoLip budget), are secondaries, and a rung where any model of
-# either side (one seed) keeps a robust accuracy of at most {glue:text}`vd-floor-low` or at least {glue:text}`vd-floor-high` of the
-# images is *floor/ceiling*: that model's accuracy drop measures its clean accuracy, so the row
-# is not tested and leaves the Holm family (dropping the floored seeds instead would pick the
-# pairs by their outcome). A row is flagged when the verdict changes with attack strength or when a
-# model of the pair failed a gradient-masking check. The rival claim *self-attention helps
-# only against weak attacks* tests, per seed, whether attention's radius advantage is larger
-# under FGSM than under APGD-CE + APGD-T (its primary, off the floor by construction), as a
+# either side (one seed) keeps a robust accuracy of at most {glue:text}`vd-floor-low` or at
+# least {glue:text}`vd-floor-high` of the images is *floor/ceiling*: at the floor that model's
+# accuracy drop measures its clean accuracy, at the ceiling the attack hardly moves it, so the
+# row is not tested and leaves the Holm family (dropping the floored seeds instead would pick
+# the pairs by their outcome). A fixed-budget rung is flagged when its verdict differs from
+# another rung's at the same budget, or when a model of the pair failed a gradient-masking
+# check; the radius rows carry no such flag, since the rival claim below tests how the radius
+# ratio changes with the attack. The rival claim *self-attention helps only against weak
+# attacks* tests, per seed, whether attention's radius ratio to convolution is larger under
+# FGSM than under APGD-CE + APGD-T (its primary, off the floor by construction), as a
 # secondary whether it is larger under FGSM than under PGD (the attack the counter-result
 # names), and the same two contrasts on the accuracy drops at the TopoLip budget where both
 # sides are off the floor.

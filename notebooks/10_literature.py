@@ -73,7 +73,7 @@ from topolip.pipeline.figure_registry import publish_registered
 from topolip.pipeline.params import notebook_parameters
 from topolip.pipeline.provenance import read_table, write_table
 from topolip.report.format import glue_all, show_parameters, show_table
-from topolip.report.literature import literature_findings
+from topolip.report.literature import literature_findings, setting_words
 
 # torchattacks' FGSM scripts a helper with torch.jit, which torch 2.14 calls deprecated
 warnings.filterwarnings("ignore", message=".*torch.jit.script.* is deprecated",
@@ -164,7 +164,7 @@ show_table(verdicts[["title", "kind", "rule"]],
 registry = {r["id"]: r for r in load_literature("data/literature.yml")}
 settings = verdicts[["id", "title"]].assign(
     theirs=verdicts["id"].map(lambda i: registry[i]["setting_theirs"]),
-    ours=verdicts["id"].map(lambda i: registry[i]["setting_ours"]))
+    ours=verdicts["id"].map(lambda i: setting_words(registry[i]["setting_ours"], params)))
 show_table(settings, columns={"title": "claim", "theirs": "the source's setting",
                               "ours": "our setting"},
            caption="The setting of each source beside ours (data/literature.yml).")

@@ -368,6 +368,17 @@ def test_rival_claim_on_the_pgd_radii_is_a_secondary_of_its_own():
     p = v.loc["fgsm_radius vs autoattack_radius"]
     q = alone.set_index("group").loc["fgsm_radius vs autoattack_radius"]
     assert p["role"] == q["role"] == "primary" and p["pvalue"] == pytest.approx(q["pvalue"])
+    # the words name each row's own pair of attacks and say "relative to", not "advantage"
+    # (the ViT is behind the ResNet under APGD-CE + APGD-T and PGD: 0.31-0.76x)
+    found = claim_findings(v.reset_index())
+    assert found["primary"]["weak"].startswith(
+        "Relative to the ResNet, the ViT fares better against the weak attack than against "
+        "the strong one, as the rival claim predicts: the ViT's median-radius ratio to the "
+        "ResNet under FGSM is ")
+    assert "× its ratio under APGD-CE + APGD-T (95% interval" in found["primary"]["weak"]
+    assert r["verdict"] == "supported"
+    pgd_row = [s for s in found["decisive"] if "its ratio under PGD" in s]
+    assert len(pgd_row) == 1 and "under FGSM is" in pgd_row[0] and "advantage" not in pgd_row[0]
     assert len(v) == len(alone) + 1
 
 
@@ -633,6 +644,10 @@ def test_findings_count_families_and_say_only_what_is_decisive():
     assert len(f["decisive"]) == 2 and f["decisive"][0].startswith("*A* (primary)")
     # 0.06 and 0.012 are within [0.2, 3) × alpha; 0.004 is not
     assert f["n_near"] == 2 and "p = 0.06 (inconclusive)" in f["near"][0]
+    # each near row names its measure: two rows of one comparison and group stay apart
+    assert f["near"][0].startswith(f"{roster.pair_label(v.loc[1, 'comparison'])}, "
+                                   f"{roster.label(v.loc[1, 'group'])}, ")
+    assert all(("TopoLip" in x) or ("accuracy drop" in x) for x in f["near"])
     assert f["ladder"] == [v.loc[2, "flag"]]
     # the book-wide bound is 08's "Families" section's, said once; the paragraph starts
     # from the primaries' joint error
@@ -732,6 +747,8 @@ def test_a_family_that_cannot_decide_is_description_with_the_seeds_it_needs():
     assert fam.loc["secondary", "n_decisive"] == 0
     f = claim_findings(v)
     assert f["n_described"] == 8 and f["n_tests"] == 1      # the primary alone could decide
+    # ...so the book-wide bound counts one family, not the describing secondaries' too
+    assert len(fam) == 2 and f["n_families"] == 1 and f["error_bound"] == pytest.approx(0.05)
     assert "The 8 rows of *S, secondary* describe and decide nothing" in f["shows"]
     assert "(it would need 6 seeds)" in f["shows"]
     # at 6 seeds the same family can decide

@@ -297,6 +297,17 @@ def test_sweeps_trend_words_and_a_family_with_too_few_sizes():
     assert f["sw-max-span-arch"] == "ViT" and f["sw-max-span"] == "3.0"
     assert f["sw-ranges"] == "convolution stack 1.00–2.00; ViT 1.00–3.00"
     assert f["sw-median-span"] == "1.3"
+    assert f["sw-accuracy"] == "convolution stack 0.900–0.900; ViT 0.900–0.900"
+    # one value per checkpoint: a model measured under two kinds counts once, and each
+    # family's range runs from its least to its most accurate model
+    more = pd.DataFrame(rows).assign(perturbation="gaussian_noise")
+    both = pd.concat([pd.DataFrame(rows), more])
+    both["test_accuracy"] = both["checkpoint"].map({"vit-1": 0.55, "vit-2": 0.81,
+                                                    "vit-4": 0.97, "cs-2": 0.2, "cs-4": 0.6})
+    f = F.sweeps_findings({"sweeps": both}, {"sweep_perturbations": {"fgsm": 0.05},
+                                             "n_points": 20, "n_robust": 10,
+                                             "sweep_epochs": 1})
+    assert f["sw-accuracy"] == "convolution stack 0.200–0.600; ViT 0.550–0.970"
 
 
 def test_an_association_family_that_cannot_decide_is_said_to_describe(tmp_path):
@@ -349,6 +360,13 @@ def test_radius_findings_rank_every_rung_and_compare_pgd_with_apgd():
     ratios = [0.011 / 0.010, 1.0, 0.05 / 0.04, 1.0]
     assert f["rd-pgd-over-aa"] == glue_text(
         f"{np.exp(np.log(ratios).mean()):.2f} (per model 1.00 to 1.25, 4 models)", "{}")
+    # censored images per rung, strongest first; the images of one rung (2 models x 200)
+    assert f["rd-n-censored"] == "APGD-CE + APGD-T 0, PGD 0, FGSM 0" and f["rd-n-rows"] == "800"
+    cens = rs.assign(n_censored=np.where(rs["method"] == "fgsm", 2, 0))  # 4 FGSM models
+    cens.loc[(cens["method"] == "pgd") & (cens["arch"] == "vit"), "n_censored"] = 1
+    f2 = F.radius_findings({"radius_summary": cens, "radius_check": check,
+                            "robust_curve": curve}, params)
+    assert f2["rd-n-censored"] == "APGD-CE + APGD-T 0, PGD 2, FGSM 8"
     no_pgd = F.radius_findings({"radius_summary": rs[rs["method"] != "pgd"],
                                 "radius_check": check, "robust_curve": curve}, params)
     assert no_pgd["rd-pgd-over-aa"] == glue_text("not measured", "{}")

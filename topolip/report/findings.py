@@ -252,7 +252,9 @@ def topolip_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str
         ``tl-n-models``, ``tl-n-kinds``, ``tl-n-ratios`` (layer rows, depth > 0),
         ``tl-n-flagged`` and ``tl-share-flagged`` (ratios with a flag), ``tl-kinds-input-below``
         and ``tl-n-kinds-input-below`` (kinds whose input displacement is within the noise
-        floor for most models), ``tl-share-layers-above`` (layer rows above the floor),
+        floor for most models), ``tl-input-above`` (per kind of ``topolip_strengths``, the
+        share of models whose input displacement lies above the noise floor: the floor rule's
+        quantity), ``tl-share-layers-above`` (layer rows above the floor),
         ``tl-envelope-max`` (largest bottleneck / envelope), ``tl-n-points``, ``tl-n-robust``,
         ``tl-pgd-steps`` and ``tl-pgd-restarts`` (the PGD of every chapter, the ladder's).
     """
@@ -274,6 +276,9 @@ def topolip_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str
     f["tl-kinds-input-below"] = glue_text(", ".join(
         roster.label(k) for k, v in below.items() if v > 0.5) or "none", "{}")
     f["tl-n-kinds-input-below"] = glue_text(int((below > 0.5).sum()), "{}")
+    f["tl-input-above"] = glue_text(", ".join(
+        f"{roster.label(k)} {1 - below[k]:.0%}" for k in params["topolip_strengths"]
+        if k in below.index) or "none", "{}")
     above = table[(table["depth"] > 0) & ~table["within_noise_floor"]]
     f["tl-share-layers-above"] = glue_text(100 * len(above) / max(len(ratios), 1), "{:.0f}%")
     f["tl-envelope-max"] = glue_text((table["bottleneck"] / table["envelope"]).max(), "{:.2f}")
@@ -611,7 +616,9 @@ def sweeps_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]
         (distinct checkpoints), ``sw-epochs``, ``sw-max-span-arch`` and ``sw-max-span``
         (largest max / min over one architecture's models), ``sw-ranges``,
         ``sw-median-span`` (largest / smallest architecture median), ``sw-size-tau``
-        (Kendall τ of log parameters against TopoLip, per architecture with 3+ sizes).
+        (Kendall τ of log parameters against TopoLip, per architecture with 3+ sizes),
+        ``sw-accuracy`` (per architecture, the lowest and highest clean test accuracy of its
+        sweep models, one value per checkpoint).
     """
     from topolip.evidence.stats import kendall_tau
 
@@ -663,6 +670,10 @@ def sweeps_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]
                 for arch, part in size.groupby(level=0) if len(part) >= 3}
     f["sw-size-tau"] = glue_text("; ".join(f"{roster.label(a)} {v:+.2f}"
                                            for a, v in size_tau.items()) or "none", "{}")
+    acc = (table.drop_duplicates("checkpoint").groupby("arch")["test_accuracy"]
+           .agg(["min", "max"]))
+    f["sw-accuracy"] = glue_text("; ".join(f"{roster.label(a)} {r['min']:.3f}–{r['max']:.3f}"
+                                           for a, r in acc.iterrows()), "{}")
     return f
 
 
@@ -687,8 +698,8 @@ def radius_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]
         over seeds of each architecture's median radius, lowest first; "" for an attack not
         measured); ``rd-pgd-over-aa`` (PGD's median radius over APGD-CE + APGD-T's: geometric
         mean over the models, its range and count; "not measured" without both);
-        ``rd-n-censored`` (images not broken at ``eps_max``, all models), ``rd-n-rows``
-        (images × models); the cross-check
+        ``rd-n-censored`` (per bisected rung, strongest first, the images not broken at
+        ``eps_max``, all models), ``rd-n-rows`` (images × models of one rung); the cross-check
         ``rd-check-ratio`` (range over models of the median ratio bisection / FAB),
         ``rd-check-within`` (mean share within the band), ``rd-check-factor``,
         ``rd-check-only-fab`` (images FAB broke and the bisection did not); the grid
@@ -726,10 +737,12 @@ def radius_findings(tables: Tables, params: Mapping[str, Any]) -> dict[str, str]
             f"{math.exp(d.max()):.2f}, {d.size} models)", "{}")
     else:
         f["rd-pgd-over-aa"] = glue_text("not measured", "{}")
-    f["rd-n-censored"] = glue_text(int(rs.loc[rs["method"] == "autoattack",
-                                              "n_censored"].sum()), "{}")
-    f["rd-n-rows"] = glue_text(int(rs.loc[rs["method"] == "autoattack", "n_images"].sum()),
-                               "{:,}")
+    per_rung = rs.groupby("method")[["n_censored", "n_images"]].sum()
+    rungs = [m for m in roster.LADDER[::-1] if m in per_rung.index]  # strong to weak
+    f["rd-n-censored"] = glue_text(", ".join(
+        f"{roster.label(m)} {int(per_rung.loc[m, 'n_censored']):,}" for m in rungs) or "none",
+        "{}")
+    f["rd-n-rows"] = glue_text(int(per_rung["n_images"].max()) if rungs else 0, "{:,}")
     ratio = check["median_ratio"].astype(float)
     f["rd-check-ratio"] = glue_text(f"{ratio.min():.2f}–{ratio.max():.2f}"
                                     if ratio.notna().any() else "not measured", "{}")

@@ -6,6 +6,10 @@ turns them and the chapter's tables into sentences (torch-free).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -13,7 +17,35 @@ from topolip.evidence.literature_topology import activation_label, complexity_pr
 from topolip.report.format import arch_label, glue_text
 from topolip.schema import require_columns
 
-__all__ = ["literature_findings", "literature_sentence", "literature_summary"]
+__all__ = ["literature_findings", "literature_sentence", "literature_summary", "setting_words"]
+
+
+def setting_words(text: str, params: Mapping[str, Any]) -> str:
+    """A setting of ``data/literature.yml`` with each parameter it names replaced by its value.
+
+    A setting says ``lit_n_points per class``: the reader sees the run's number instead of the
+    parameter's name. Only ``lit_*`` words that are keys of ``params`` are replaced; any other
+    text is left as it is.
+
+    Parameters
+    ----------
+    text : str
+        The setting (``setting_ours``).
+    params : mapping
+        The notebook's parameters.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> setting_words("lit_n_points per class, lit_seeds seeds, lit_other", {"lit_n_points": 100,
+    ...               "lit_seeds": 5})
+    '100 per class, 5 seeds, lit_other'
+    """
+    return re.sub(r"\blit_\w+\b", lambda m: str(params[m.group(0)]) if m.group(0) in params
+                  else m.group(0), str(text))
 
 
 def _titles(rows: pd.DataFrame) -> str:

@@ -62,15 +62,19 @@ def _sentence(r: Mapping, mde: Mapping | None = None) -> str:
         return (f"Not informative (floor/ceiling) {under} {where}: {why}; the accuracy drop "
                 "there measures clean accuracy, not robustness, so it is not tested.")
     if r["measure"] == "log_median_radius":
-        body = (f"the {att}'s median-radius ratio to the {conv} under FGSM is "
-                f"{_fmt(r['ratio'], '{:.2f}')}× its ratio under APGD-CE + APGD-T "
+        weak, strong = (label(g.removesuffix("_radius"))
+                        for g in str(r["group"]).partition(" vs ")[::2])
+        body = (f"the {att}'s median-radius ratio to the {conv} under {weak} is "
+                f"{_fmt(r['ratio'], '{:.2f}')}× its ratio under {strong} "
                 f"({pct} interval {_fmt(r['ratio_low'], '{:.2f}')}–"
                 f"{_fmt(r['ratio_high'], '{:.2f}')}, {p}{extra})")
-        if decisive:
-            return ((f"The {att}'s advantage is larger against the weak attack, as the rival "
-                     "claim predicts: ") if r["effect"] > 0 else
-                    (f"The {att}'s advantage is smaller against the weak attack, the opposite "
-                     "of what the rival claim predicts: ")) + body + "."
+        if decisive:  # "relative to": the attention side need not be ahead under either
+            return ((f"Relative to the {conv}, the {att} fares better against the weak attack "
+                     f"than against the strong one, as the rival claim predicts: ")
+                    if r["effect"] > 0 else
+                    (f"Relative to the {conv}, the {att} fares worse against the weak attack "
+                     f"than against the strong one, the opposite of what the rival claim "
+                     f"predicts: ")) + body + "."
         return f"No decisive change with attack strength: {body}, {r['verdict']}."
     if r["measure"] in ("median_radius", "effective_radius"):
         body = (f"the {att}'s {where} is {_fmt(r['ratio'], '{:.2f}')}× the {conv}'s ({pct} "
@@ -174,7 +178,8 @@ def claim_findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
     Returns
     -------
     dict
-        ``n_families``, ``n_tests`` (rows that could decide: not those with too few seeds,
+        ``n_families`` (families holding at least one row that could decide), ``n_tests``
+        (rows that could decide: not those with too few seeds,
         emptied by the noise floor, of a family that cannot decide, or not measured),
         ``n_described`` (rows of families that cannot decide), ``n_primary``,
         ``error_bound`` (``min(1, n_families · alpha)``: the book-wide chance of at least one
@@ -241,7 +246,8 @@ def claim_findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
     p = tested["p_adjusted"].astype(float)
     close = tested[(p >= near[0] * alpha) & (p < near[1] * alpha)
                    & ~tested["verdict"].isin(CANNOT_DECIDE)]
-    near_list = [f"{roster.pair_label(r['comparison'])}, {label(r['group'])} "
+    near_list = [f"{roster.pair_label(r['comparison'])}, {label(r['group'])}, "
+                 f"{_MEASURE_WORDS.get(r['measure'], str(r['measure']).replace('_', ' '))} "
                  f"({roster.claim_title(r['claim'])}): "
                  f"p = {r['p_adjusted']:.2g} ({r['verdict']})" for r in close.to_dict("records")]
     ladder = sorted({f for f in verdicts["flag"].fillna("").astype(str)
@@ -253,7 +259,10 @@ def claim_findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
             sort=False).sort_index().items()) or "no test"
     # the book-wide bound over families is said once, in 08's "Families" section
     # (headline-error-bound); this paragraph starts from the primaries' joint error
-    n_fam = len(fam)
+    # a family counts towards the bound only if it holds a row that could decide (a family
+    # that can only describe at this seed count cannot err)
+    n_fam = int(fam["family"].isin(
+        tested.loc[~tested["verdict"].isin(CANNOT_DECIDE), "family"]).sum())
     bound = min(1.0, round(n_fam * alpha, 10))
     shows = []
     joint = _primaries_joint(tested, alpha)

@@ -60,11 +60,19 @@ def effect_cells(rows: pd.DataFrame, difference_format: str = "{:.3g}") -> list[
     ['1.5 [1.2, 1.9]', '-0.12 [-0.2, -0.04]']
     >>> effect_cells(rows, "{:+.3f}")[1]
     '-0.120 [-0.200, -0.040]'
+    >>> effect_cells(rows.assign(effect=[0.405, -3.47e-18], low=-0.02, high=0.02))[1]
+    '0 [-0.02, 0.02]'
     """
     require_columns(rows, _EFFECT, "the verdict rows")
     return [format_interval(r, rl, rh) if s == "log"
-            else format_interval(e, lo, hi, difference_format)
+            else format_interval(_rounding_zero(e), lo, hi, difference_format)
             for s, r, rl, rh, e, lo, hi in zip(*(rows[c] for c in _EFFECT), strict=True)]
+
+
+def _rounding_zero(x: float) -> float:
+    """0 for a difference that is zero but for floating-point rounding (a mean of paired
+    accuracy differences such as ``-3.5e-18``), so the table does not print the artefact."""
+    return 0.0 if abs(x) < 1e-12 else x
 
 
 def _named(rows: pd.DataFrame) -> pd.DataFrame:
