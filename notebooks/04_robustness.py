@@ -226,7 +226,10 @@ show_table(attack_ladder_table(ladder), digits=2, na_reason="one seed: no spread
 # smallest budget tried at which the attack found an adversarial image, an upper bound on the
 # true minimum, within {glue:text}`rd-width`% of the last budget that failed (the bisection's
 # resolution; an attack whose success does not grow with the budget, as FGSM's need not, may
-# also succeed below it). Every reported image is checked (misclassified, inside $[0, 1]$ and
+# also succeed below it). The radii lie on that grid, and a model's median (the mean of its
+# two middle radii) on it or between two neighbouring points: seeds of one architecture can
+# share a median, and a per-seed ratio of two medians within one grid step of 1 is below the
+# bisection's resolution. Every reported image is checked (misclassified, inside $[0, 1]$ and
 # within the reported norm). Of the {glue:text}`rd-n-rows` image radii of each rung, these
 # were not broken at $\varepsilon_{\max}$ (censored): {glue:text}`rd-n-censored`. Why
 # bisection rather than a minimum-norm attack: it measures the same attacker as the ladder's strongest rung. The cross-check is FAB

@@ -369,7 +369,7 @@ def test_rival_claim_on_the_pgd_radii_is_a_secondary_of_its_own():
     q = alone.set_index("group").loc["fgsm_radius vs autoattack_radius"]
     assert p["role"] == q["role"] == "primary" and p["pvalue"] == pytest.approx(q["pvalue"])
     # the words name each row's own pair of attacks and say "relative to", not "advantage"
-    # (the ViT is behind the ResNet under APGD-CE + APGD-T and PGD: 0.31-0.76x)
+    # (the ViT is behind the ResNet under APGD-CE + APGD-T and PGD: 0.33-0.76x)
     found = claim_findings(v.reset_index())
     assert found["primary"]["weak"].startswith(
         "Relative to the ResNet, the ViT fares better against the weak attack than against "
@@ -656,6 +656,24 @@ def test_findings_count_families_and_say_only_what_is_decisive():
                                  "chance that at least one of them is falsely decisive is at "
                                  "most 0.1.")
     assert families(v)["family"].tolist() == ["a: primary", "a: secondary", "b: primary"]
+    assert "By pair of architectures: ViT vs ResNet 1 supports, 1 contradicts." in f["shows"]
+
+
+def test_findings_count_the_decisive_rows_per_pair():
+    # a tally over both pairs would read "2 support / 2 contradict"; per pair it says that
+    # the ViT/ResNet rows all contradict and the stacks' rows all support
+    rows = [_verdict(role="primary", family="a: primary", verdict="contradicted", effect=0.4,
+                     pvalue=0.001, p_adjusted=0.001),
+            _verdict(group="fgsm", verdict="contradicted", effect=0.3, pvalue=0.01,
+                     p_adjusted=0.02),
+            _verdict(comparison="attention_stack vs conv_stack", verdict="supported",
+                     effect=-0.3, pvalue=0.01, p_adjusted=0.02),
+            _verdict(comparison="attention_stack vs conv_stack", group="fgsm",
+                     verdict="supported", effect=-0.3, pvalue=0.01, p_adjusted=0.03),
+            _verdict(comparison="attention_stack vs conv_stack", group="gaussian_noise")]
+    f = claim_findings(pd.DataFrame(rows))
+    assert ("By pair of architectures: ViT vs ResNet 0 support, 2 contradict; attention "
+            "stack vs convolution stack 2 support, 0 contradict.") in f["shows"]
 
 
 def test_with_options_adds_alpha_without_touching_the_originals():

@@ -360,7 +360,7 @@ def test_radius_findings_rank_every_rung_and_compare_pgd_with_apgd():
     ratios = [0.011 / 0.010, 1.0, 0.05 / 0.04, 1.0]
     assert f["rd-pgd-over-aa"] == glue_text(
         f"{np.exp(np.log(ratios).mean()):.2f} (per model 1.00 to 1.25, 4 models)", "{}")
-    # censored images per rung, strongest first; the images of one rung (2 models x 200)
+    # censored images per rung, strongest first; the images of one rung (4 models x 200)
     assert f["rd-n-censored"] == "APGD-CE + APGD-T 0, PGD 0, FGSM 0" and f["rd-n-rows"] == "800"
     cens = rs.assign(n_censored=np.where(rs["method"] == "fgsm", 2, 0))  # 4 FGSM models
     cens.loc[(cens["method"] == "pgd") & (cens["arch"] == "vit"), "n_censored"] = 1

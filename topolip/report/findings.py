@@ -906,7 +906,8 @@ def verdict_findings(tables: Tables, *, claims: Sequence, alpha: float, n_seeds:
         ``headline-n-seeds``, ``headline-n-families``, ``headline-n-primary``,
         ``headline-error-bound``, ``headline-alpha``, ``headline-n-comparisons``,
         ``headline-n-decisive``, ``headline-n-supported``, ``headline-n-contradicted``,
-        ``headline-n-near`` (:func:`topolip.report.verdict_sentences.claim_findings` with the
+        ``headline-n-near``, ``headline-by-pair`` (the decisive tests per compared pair)
+        (:func:`topolip.report.verdict_sentences.claim_findings` with the
         power table of :func:`topolip.evidence.calibration.power_table`); per claim
         ``headline-<id>`` (its counts, ``no test`` when none) and, for a claim with a primary
         row, ``primary-<id>`` and ``primary-row-<id>``; ``headline-envelope-ratio``;
@@ -931,6 +932,7 @@ def verdict_findings(tables: Tables, *, claims: Sequence, alpha: float, n_seeds:
     f["headline-n-supported"] = glue_text(found["n_supported"], "{}")
     f["headline-n-contradicted"] = glue_text(found["n_contradicted"], "{}")
     f["headline-n-near"] = glue_text(found["n_near"], "{}")
+    f["headline-by-pair"] = glue_text(found["by_pair"] or "none is decisive", "{}")
     f["vd-floor-low"] = glue_text(ROBUST_FLOOR[0], "{:g}")
     f["vd-floor-high"] = glue_text(ROBUST_FLOOR[1], "{:g}")
     for c in claims:

@@ -35,6 +35,21 @@ _MEASURE_WORDS = {"end_to_end_scale_free": "scale-free TopoLip", "end_to_end": "
                   "relative_drop": "relative accuracy drop"}
 
 
+def _by_pair(decisive: pd.DataFrame) -> str:
+    """The decisive rows counted per compared pair (``"ViT vs ResNet 0 support, 16
+    contradict"``), in the table's order; rows that compare no pair (an association within
+    architectures) as one group. A tally over all pairs can hide that they point apart."""
+    parts = []
+    keys = decisive["comparison"].astype(str).map(
+        lambda c: roster.pair_label(c) if " vs " in c else "within architectures")
+    for key, g in decisive.groupby(keys, sort=False):
+        n_sup = int((g["verdict"] == "supported").sum())
+        n_con = int((g["verdict"] == "contradicted").sum())
+        parts.append(f"{key} {n_sup} support{'s' if n_sup == 1 else ''}, {n_con} "
+                     f"contradict{'s' if n_con == 1 else ''}")
+    return "; ".join(parts)
+
+
 def _fmt(x: float, fmt: str = "{:.3g}") -> str:
     return fmt.format(x) if x is not None and math.isfinite(x) else MISSING
 
@@ -187,7 +202,8 @@ def claim_findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
         ``n_supported``, ``n_contradicted``, ``counts``
         (``{claim: "k supported, ..."}``, tested rows only), ``primary`` (``{claim: sentence}``),
         ``primary_rows`` (``{claim: "comparison, group"}``), ``decisive`` (sentences, primaries
-        first), ``near`` (``"comparison, group (claim): p"`` strings), ``n_near``, ``ladder``
+        first), ``near`` (``"comparison, group, measure (claim): p"`` strings), ``n_near``,
+        ``by_pair`` (the decisive rows counted per compared pair, "" when none), ``ladder``
         (the flags of the robustness rows whose verdict changes with attack strength), and
         ``shows``: the paragraph "What this run shows" (markdown).
 
@@ -278,6 +294,9 @@ def claim_findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
                  f"{'is' if len(decisive) == 1 else 'are'} decisive: {n_sup} "
                  f"support{'s' if n_sup == 1 else ''} a claim and {n_con} "
                  f"contradict{'s' if n_con == 1 else ''} one.")
+    by_pair = _by_pair(decisive)
+    if by_pair:
+        shows.append(f"By pair of architectures: {by_pair}.")
     for _, g in described.groupby("family", sort=False):
         need = g["detail"].astype(str).str.extract(r"would need (\d+) seeds")[0].dropna()
         fam_name = f"{roster.claim_title(g['claim'].iloc[0])}, {g['role'].iloc[0]}"
@@ -302,4 +321,5 @@ def claim_findings(verdicts: pd.DataFrame, power: pd.DataFrame | None = None, *,
             "n_contradicted": int((decisive["verdict"] == "contradicted").sum()),
             "counts": counts, "primary": primary, "primary_rows": primary_rows,
             "decisive": sentences, "near": near_list, "n_near": len(near_list),
+            "by_pair": by_pair,
             "ladder": ladder, "shows": "\n\n".join(shows)}
